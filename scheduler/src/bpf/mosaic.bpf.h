@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mosaic.bpf.h - state shared by every mechanism file: the tunables Rust
+ * writes before load, the topology tables, the counters, and small helpers.
+ *
+ * The scheduler is one translation unit (main.bpf.c includes each mechanism
+ * file), so helpers are static and the verifier sees them inlined; the
+ * simulator compiles the same unit natively.
+ */
+#ifndef __MOSAIC_BPF_H
+#define __MOSAIC_BPF_H
+
+#include <scx/common.bpf.h>
+#include "intf.h"
+
+/* Tunables: set from Rust before load, read-only afterwards. */
+const volatile u32 nr_cpu_ids = 1;	 /* CPUs with ids below this exist */
+const volatile u32 nr_llcs = 1;		 /* LLCs, numbered 0..nr_llcs-1 */
+const volatile u32 nr_shards = 1;	 /* shards over all LLCs */
+const volatile u64 slice_ns = 5000000;	 /* time slice given to each task */
+const volatile bool no_shared_runq;	 /* seed 000's NO_SHARED_RUNQ baseline */
+const volatile bool smt_enabled;	 /* some core has several hardware threads */
+const volatile char debug_drop_comm[MAX_COMM]; /* test switch: lose tasks named so */
+
+/* Topology tables, filled by Rust (topology.rs) */
+const volatile u32 cpu_llc[MAX_CPUS];		 /* LLC index of each CPU */
+const volatile u32 cpu_shard[MAX_CPUS];		 /* global shard index of each CPU */
+const volatile u32 llc_first_shard[MAX_LLCS];	 /* first global shard of an LLC */
+const volatile u32 llc_nr_shards[MAX_LLCS];	 /* shards in an LLC */
+
+UEI_DEFINE(uei);
+
+/* Per-CPU counters indexed by enum mosaic_stat. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(u64));
+	__uint(max_entries, NR_MOSAIC_STATS);
+} stats SEC(".maps");
+
+/* Per-CPU count of enqueues per shard: shows how load spreads over shards. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(u64));
+	__uint(max_entries, MAX_SHARDS);
+} shard_enqueues SEC(".maps");
+
+/* Add one to counter @idx of @map on this CPU. */
+static __always_inline void count(void *map, u32 idx)
+{
+	u64 *cnt = bpf_map_lookup_elem(map, &idx);
+
+	if (cnt)
+		(*cnt)++;
+}
+
+/* Add one to the mosaic_stat counter @idx. */
+static __always_inline void stat_inc(enum mosaic_stat idx)
+{
+	count(&stats, idx);
+}
+
+/* Whether @p may only ever run on one CPU. */
+static __always_inline bool task_is_pinned(const struct task_struct *p)
+{
+	return p->nr_cpus_allowed == 1;
+}
+
+/* LLC index of @cpu, bounded for the verifier. */
+static __always_inline u32 llc_of(s32 cpu)
+{
+	if (cpu < 0 || cpu >= MAX_CPUS)
+		return 0;
+	return cpu_llc[cpu] & (MAX_LLCS - 1);
+}
+
+#endif /* __MOSAIC_BPF_H */

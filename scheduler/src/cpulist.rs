@@ -1,0 +1,90 @@
+//! CPU lists in the kernel's format: "0-3,8,10-11".
+
+use anyhow::{bail, Context, Result};
+
+/// Parses a kernel CPU list into sorted, de-duplicated CPU ids.
+/// An empty or all-blank string is the empty list (sysfs writes it so).
+pub fn parse(text: &str) -> Result<Vec<usize>> {
+    let text = text.trim();
+    let mut cpus = Vec::new();
+    if text.is_empty() {
+        return Ok(cpus);
+    }
+    for part in text.split(',') {
+        let part = part.trim();
+        let (lo, hi) = match part.split_once('-') {
+            Some((lo, hi)) => (parse_id(lo, text)?, parse_id(hi, text)?),
+            None => {
+                let id = parse_id(part, text)?;
+                (id, id)
+            }
+        };
+        if lo > hi {
+            bail!("bad CPU list {text:?}: range {lo}-{hi} runs backwards");
+        }
+        if hi >= 1 << 16 {
+            bail!("bad CPU list {text:?}: CPU {hi} is out of range");
+        }
+        cpus.extend(lo..=hi);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// One CPU id of a list, with the whole list for the error message.
+fn parse_id(s: &str, whole: &str) -> Result<usize> {
+    let s = s.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        bail!("bad CPU list {whole:?}: {s:?} is not a CPU number");
+    }
+    s.parse()
+        .with_context(|| format!("bad CPU list {whole:?}: {s:?} is too large"))
+}
+
+/// Formats CPU ids back into the kernel's compact form.
+pub fn format(cpus: &[usize]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ranges_and_singles() {
+        assert_eq!(parse("0-3,8,10-11\n").unwrap(), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(parse("5").unwrap(), vec![5]);
+        assert_eq!(parse(" 3,1,1-2 ").unwrap(), vec![1, 2, 3]);
+        assert!(parse("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn rejects_malformed_lists() {
+        for bad in ["3-1", "a", "1,,2", "1-", "-1", "0-3,x", "1.5", "99999999999999999999"] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(err.starts_with("bad CPU list"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn format_round_trips() {
+        for text in ["0-3,8,10-11", "0", "1,3,5", "0-15"] {
+            assert_eq!(format(&parse(text).unwrap()), text);
+        }
+    }
+}

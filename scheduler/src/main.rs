@@ -1,0 +1,377 @@
+//! scx_mosaic: command line, load and attach, the run loop with live stats,
+//! the exit report, and restart on CPU hotplug.
+
+mod bpf_intf;
+mod bpf_skel;
+mod cpulist;
+mod stats;
+mod topology;
+
+use anyhow::{bail, Context, Result};
+use bpf_skel::{BpfSkel, BpfSkelBuilder};
+use clap::Parser;
+use libbpf_rs::OpenObject;
+use scx_utils::scx_ops_attach;
+use serde_json::{json, Value};
+use stats::Counters;
+use std::mem::MaybeUninit;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use topology::{ShardLayout, Topology};
+
+const EXAMPLES: &str = "Examples:
+  scx_mosaic                        run with defaults, stats every second
+  scx_mosaic --shard-size 2         smaller shards (less lock contention)
+  scx_mosaic --no-shared-runq       seed 000's NO_SHARED_RUNQ baseline
+  scx_mosaic --stats 0 --stats-file /tmp/mosaic.json
+                                    quiet; final counters as JSON on exit";
+
+/// Mosaic: a sched_ext CPU scheduler with a sharded per-LLC shared runqueue.
+#[derive(Debug, Parser)]
+#[command(name = "scx_mosaic", version, after_help = EXAMPLES)]
+struct Opts {
+    /// CPUs per shard of each LLC's shared runqueue (SMT cores are never split).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=512))]
+    shard_size: u32,
+
+    /// Queue every task on its CPU's own queue; idle CPUs pull from no other
+    /// (seed 000's NO_SHARED_RUNQ baseline).
+    #[arg(long)]
+    no_shared_runq: bool,
+
+    /// Time slice in microseconds.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    slice_us: u64,
+
+    /// Print live stats every this many seconds (0: never).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
+    stats: f64,
+
+    /// On exit, write the final counters as one JSON object to this file.
+    #[arg(long, value_name = "PATH")]
+    stats_file: Option<PathBuf>,
+
+    /// Watchdog timeout in milliseconds: the kernel ejects the scheduler if
+    /// a runnable task waits this long (0: the kernel's default).
+    #[arg(long, default_value_t = 0)]
+    timeout_ms: u32,
+
+    /// Test switch: lose every task with this command name, so that the
+    /// kernel's watchdog ejects the scheduler.
+    #[arg(long, hide = true, value_name = "COMM")]
+    debug_drop_comm: Option<String>,
+}
+
+/// A non-negative number of seconds.
+fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds")),
+    }
+}
+
+/// Why the scheduler stopped, as the kernel recorded it (struct scx_exit_info).
+#[derive(Debug, Clone)]
+struct ExitInfo {
+    kind: i32,
+    exit_code: i64,
+    reason: String,
+    msg: String,
+}
+
+impl ExitInfo {
+    /// Name of the kernel's enum scx_exit_kind value.
+    fn kind_name(&self) -> &'static str {
+        match self.kind {
+            0 => "none",
+            1 => "done",
+            64 => "unregistered",
+            65 => "unregistered by BPF",
+            66 => "unregistered by the kernel",
+            67 => "sysrq",
+            1024 => "error",
+            1025 => "BPF error",
+            1026 => "watchdog stall",
+            _ => "unknown",
+        }
+    }
+
+    /// Whether the kernel ejected the scheduler (an error, not a request).
+    fn is_ejection(&self) -> bool {
+        self.kind >= 1024
+    }
+
+    /// Whether the kernel asks for a restart (CPU hotplug).
+    fn wants_restart(&self) -> bool {
+        let restart = *scx_utils::SCX_ECODE_ACT_RESTART as i64;
+        restart != 0 && self.exit_code & restart != 0
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"kind": self.kind, "kind_name": self.kind_name(), "code": self.exit_code,
+               "reason": self.reason, "msg": self.msg})
+    }
+}
+
+/// A C string from a fixed-size BPF buffer.
+fn c_str(buf: &[i8]) -> String {
+    let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One load of the BPF scheduler, from attach to exit.
+struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    link: Option<libbpf_rs::Link>,
+    nr_shards: usize,
+}
+
+impl<'a> Scheduler<'a> {
+    /// Opens the skeleton, writes the tunables and topology, loads, attaches.
+    fn init(
+        opts: &Opts,
+        topo: &Topology,
+        layout: &ShardLayout,
+        object: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        let builder = BpfSkelBuilder::default();
+        let mut open = scx_utils::scx_ops_open!(
+            builder,
+            object,
+            mosaic_ops,
+            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
+        )?;
+        if opts.timeout_ms > 0 {
+            open.struct_ops.mosaic_ops_mut().timeout_ms = opts.timeout_ms;
+        }
+
+        let ro = open.maps.rodata_data.as_mut().unwrap();
+        ro.nr_cpu_ids = topo.nr_cpu_ids as u32;
+        ro.nr_llcs = topo.llcs.len() as u32;
+        ro.nr_shards = layout.shards.len() as u32;
+        ro.slice_ns = opts.slice_us * 1000;
+        ro.no_shared_runq = opts.no_shared_runq;
+        ro.smt_enabled = topo.smt();
+        for cpu in &topo.cpus {
+            ro.cpu_llc[cpu.id] = cpu.llc as u32;
+        }
+        for (shard, cpus) in layout.shards.iter().enumerate() {
+            for &cpu in cpus {
+                ro.cpu_shard[cpu] = shard as u32;
+            }
+        }
+        for (llc, (&first, &n)) in layout.llc_first_shard.iter().zip(&layout.llc_nr_shards).enumerate() {
+            ro.llc_first_shard[llc] = first as u32;
+            ro.llc_nr_shards[llc] = n as u32;
+        }
+        if let Some(comm) = &opts.debug_drop_comm {
+            for (dst, src) in ro.debug_drop_comm.iter_mut().zip(comm.bytes().take(15)) {
+                *dst = src as _;
+            }
+        }
+
+        let mut skel = scx_utils::scx_ops_load!(open, mosaic_ops, uei)?;
+        let link = scx_ops_attach!(skel, mosaic_ops)?;
+        Ok(Scheduler {
+            skel,
+            link: Some(link),
+            nr_shards: layout.shards.len(),
+        })
+    }
+
+    /// Whether the kernel has recorded an exit.
+    fn exited(&self) -> bool {
+        let uei = &self.skel.maps.data_data.as_ref().unwrap().uei;
+        unsafe { std::ptr::read_volatile(&uei.kind) != 0 }
+    }
+
+    /// Detaches (if still attached) and returns the recorded exit.
+    fn detach(&mut self) -> ExitInfo {
+        drop(self.link.take());
+        let uei = &self.skel.maps.data_data.as_ref().unwrap().uei;
+        ExitInfo {
+            kind: unsafe { std::ptr::read_volatile(&uei.kind) },
+            exit_code: uei.exit_code,
+            reason: c_str(&uei.reason),
+            msg: c_str(&uei.msg),
+        }
+    }
+
+    /// The kernel's debug dump of the exit, if it wrote one.
+    fn dump(&self) -> String {
+        let ptr = scx_utils::UEI_DUMP_PTR_MUTEX.lock().unwrap().ptr;
+        if ptr.is_null() {
+            return String::new();
+        }
+        unsafe { std::ffi::CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+    }
+
+    /// Runs until a signal or an exit, printing stats; returns the exit.
+    fn run(&mut self, opts: &Opts, shutdown: &AtomicBool, started: Instant) -> Result<(ExitInfo, Counters)> {
+        let mut last = Counters::read(&self.skel, self.nr_shards)?;
+        let mut last_at = Instant::now();
+        while !shutdown.load(Ordering::Relaxed) && !self.exited() {
+            std::thread::sleep(Duration::from_millis(100));
+            let secs = last_at.elapsed().as_secs_f64();
+            if opts.stats > 0.0 && secs >= opts.stats {
+                let now = Counters::read(&self.skel, self.nr_shards)?;
+                println!("mosaic {:>7.1}s | {}", started.elapsed().as_secs_f64(), now.rate_line(&last, secs));
+                last = now;
+                last_at = Instant::now();
+            }
+        }
+        let counters = Counters::read(&self.skel, self.nr_shards)?;
+        Ok((self.detach(), counters))
+    }
+}
+
+/// Refuses to start where the scheduler cannot load, before anything loads.
+fn preflight(sysfs: &Path) -> Result<()> {
+    let scx = sysfs.join("kernel/sched_ext");
+    if !scx.exists() {
+        bail!(
+            "this kernel has no sched_ext ({} is missing; needs CONFIG_SCHED_CLASS_EXT=y, \
+             Linux >= 6.12); `make run` boots a VM kernel that has it",
+            scx.display()
+        );
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF");
+    }
+    let state = std::fs::read_to_string(scx.join("state")).unwrap_or_default();
+    if state.trim() != "disabled" {
+        let ops = std::fs::read_to_string(scx.join("root/ops")).unwrap_or_default();
+        bail!(
+            "another sched_ext scheduler is loaded (state {}, ops {})",
+            state.trim(),
+            ops.trim()
+        );
+    }
+    Ok(())
+}
+
+/// Writes the final report as one JSON object.
+fn write_stats_file(path: &Path, report: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)? + "\n";
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Parses the command line; a bad flag is one line on stderr and exit 2.
+fn parse_opts() -> Opts {
+    match Opts::try_parse() {
+        Ok(o) => o,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            eprintln!("scx_mosaic: {} (see --help)", first.trim_start_matches("error: "));
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Reads the topology and lays out the shards, within the BPF limits.
+fn read_topology(opts: &Opts) -> Result<(Topology, ShardLayout)> {
+    let topo = Topology::from_sysfs().context("reading the CPU topology")?;
+    if topo.nr_cpu_ids > bpf_intf::mosaic_limits_MAX_CPUS as usize {
+        bail!("{} CPUs: more than the {} supported", topo.nr_cpu_ids, bpf_intf::mosaic_limits_MAX_CPUS);
+    }
+    if topo.llcs.len() > bpf_intf::mosaic_limits_MAX_LLCS as usize {
+        bail!("{} LLCs: more than the {} supported", topo.llcs.len(), bpf_intf::mosaic_limits_MAX_LLCS);
+    }
+    let layout = topo.shard_layout(
+        opts.shard_size as usize,
+        bpf_intf::mosaic_limits_MAX_SHARDS_PER_LLC as usize,
+    );
+    if layout.shards.len() > bpf_intf::mosaic_limits_MAX_SHARDS as usize {
+        bail!("{} shards: more than the {} supported; raise --shard-size", layout.shards.len(), bpf_intf::mosaic_limits_MAX_SHARDS);
+    }
+    println!(
+        "scx_mosaic {}: {} CPUs, {} cores{}, {} LLCs, {} NUMA nodes; {}",
+        env!("CARGO_PKG_VERSION"),
+        topo.cpus.len(),
+        topo.cores.len(),
+        if topo.smt() { " (SMT)" } else { "" },
+        topo.llcs.len(),
+        topo.nodes.len(),
+        if opts.no_shared_runq {
+            "per-CPU queues only (--no-shared-runq)".to_string()
+        } else {
+            let shards: Vec<String> = layout.shards.iter().map(|s| cpulist::format(s)).collect();
+            format!("shards [{}]", shards.join("] ["))
+        }
+    );
+    Ok((topo, layout))
+}
+
+fn run(opts: &Opts) -> Result<i32> {
+    preflight(Path::new("/sys"))?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("installing the signal handler")?;
+
+    let started = Instant::now();
+    let mut totals = Counters::default();
+    let mut restarts = 0u32;
+    let (exit, topo, layout) = loop {
+        // read afresh at every (re)start: after hotplug the CPU set differs
+        let (topo, layout) = read_topology(opts)?;
+        let mut object = MaybeUninit::uninit();
+        let mut sched = Scheduler::init(opts, &topo, &layout, &mut object).context("loading the BPF scheduler")?;
+        println!("scx_mosaic: attached; Ctrl-C to detach");
+        let (exit, counters) = sched.run(opts, &shutdown, started)?;
+        totals.add(&counters);
+        if exit.is_ejection() {
+            let dump = sched.dump();
+            if !dump.is_empty() {
+                eprintln!("{dump}");
+            }
+        }
+        if exit.wants_restart() && !shutdown.load(Ordering::Relaxed) {
+            restarts += 1;
+            eprintln!("scx_mosaic: restarting: {} ({})", exit.reason, exit.msg);
+            continue;
+        }
+        break (exit, topo, layout);
+    };
+
+    let line = format!(
+        "scx_mosaic: exit: {} (kind {}){}{}",
+        exit.kind_name(),
+        exit.kind,
+        if exit.reason.is_empty() { String::new() } else { format!(": {}", exit.reason) },
+        if exit.msg.is_empty() { String::new() } else { format!(" ({})", exit.msg) },
+    );
+    eprintln!("{line}");
+
+    if let Some(path) = &opts.stats_file {
+        let mut report = totals.to_json();
+        report.insert("scheduler".into(), "mosaic".into());
+        report.insert("exit".into(), exit.to_json());
+        report.insert("runtime_s".into(), started.elapsed().as_secs_f64().into());
+        report.insert("restarts".into(), restarts.into());
+        report.insert("shard_size".into(), opts.shard_size.into());
+        report.insert("no_shared_runq".into(), opts.no_shared_runq.into());
+        report.insert("shards".into(), serde_json::to_value(&layout.shards)?);
+        report.insert("llcs".into(), serde_json::to_value(&topo.llcs)?);
+        write_stats_file(path, &Value::Object(report))?;
+    }
+    if exit.is_ejection() {
+        eprintln!("scx_mosaic: ejected by the kernel: {}", exit.kind_name());
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+fn main() {
+    let opts = parse_opts();
+    match run(&opts) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("scx_mosaic: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! The scheduler's counters: read from the BPF per-CPU maps, summed, shown
+//! as a periodic line and written as JSON.
+
+use crate::bpf_intf;
+use crate::bpf_skel::BpfSkel;
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, MapFlags};
+use serde_json::{Map, Value};
+
+/// JSON name of each counter, indexed by enum mosaic_stat (intf.h).
+pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usize] = [
+    (bpf_intf::mosaic_stat_STAT_DIRECT_DISPATCHES, "direct_dispatches"),
+    (bpf_intf::mosaic_stat_STAT_SHARD_ENQUEUES, "shard_enqueues"),
+    (bpf_intf::mosaic_stat_STAT_SHARD_PULLS_LOCAL, "shard_pulls_local"),
+    (bpf_intf::mosaic_stat_STAT_SHARD_PULLS_SIBLING, "shard_pulls_sibling"),
+    (bpf_intf::mosaic_stat_STAT_CPU_ENQUEUES, "cpu_enqueues"),
+    (bpf_intf::mosaic_stat_STAT_CPU_PULLS, "cpu_pulls"),
+    (bpf_intf::mosaic_stat_STAT_IDLE_KICKS, "idle_kicks"),
+    (bpf_intf::mosaic_stat_STAT_DISPATCH_EMPTY, "dispatch_empty"),
+    (bpf_intf::mosaic_stat_STAT_SIBLING_SCANS, "sibling_scans"),
+    (bpf_intf::mosaic_stat_STAT_WAKE_PREV_IDLE, "wake_prev_idle"),
+    (bpf_intf::mosaic_stat_STAT_WAKE_LLC_IDLE, "wake_llc_idle"),
+    (bpf_intf::mosaic_stat_STAT_WAKE_REMOTE_IDLE, "wake_remote_idle"),
+    (bpf_intf::mosaic_stat_STAT_WAKE_BUSY, "wake_busy"),
+    (bpf_intf::mosaic_stat_STAT_DEBUG_DROPS, "debug_drops"),
+];
+
+/// Counter totals: the mosaic_stat counters and the per-shard enqueues.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    pub stats: Vec<u64>,
+    pub per_shard: Vec<u64>,
+}
+
+/// Sums one entry of a per-CPU array map of u64 over all CPUs.
+fn sum_percpu(map: &dyn MapCore, idx: u32) -> Result<u64> {
+    let per_cpu = map
+        .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)
+        .context("reading a counter map")?
+        .unwrap_or_default();
+    Ok(per_cpu
+        .iter()
+        .map(|v| u64::from_ne_bytes(v[..8].try_into().unwrap()))
+        .sum())
+}
+
+/// Adds @b into @a element-wise, growing @a as needed.
+fn add_into(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+impl Counters {
+    /// Reads the live counters of a loaded scheduler with @nr_shards shards.
+    pub fn read(skel: &BpfSkel, nr_shards: usize) -> Result<Self> {
+        let stats = (0..bpf_intf::mosaic_stat_NR_MOSAIC_STATS)
+            .map(|i| sum_percpu(&skel.maps.stats, i))
+            .collect::<Result<_>>()?;
+        let per_shard = (0..nr_shards as u32)
+            .map(|i| sum_percpu(&skel.maps.shard_enqueues, i))
+            .collect::<Result<_>>()?;
+        Ok(Counters { stats, per_shard })
+    }
+
+    /// Adds @other into self (totals across scheduler restarts).
+    pub fn add(&mut self, other: &Counters) {
+        add_into(&mut self.stats, &other.stats);
+        add_into(&mut self.per_shard, &other.per_shard);
+    }
+
+    /// The value of counter @name.
+    pub fn get(&self, name: &str) -> u64 {
+        STAT_NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .and_then(|(i, _)| self.stats.get(*i as usize).copied())
+            .unwrap_or(0)
+    }
+
+    /// Counters as a JSON object keyed by their names.
+    pub fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        for (i, name) in STAT_NAMES {
+            m.insert(name.into(), self.stats.get(i as usize).copied().unwrap_or(0).into());
+        }
+        m.insert("shard_enqueues_per_shard".into(), self.per_shard.clone().into());
+        m
+    }
+
+    /// One line of rates since @prev, over @secs seconds.
+    pub fn rate_line(&self, prev: &Counters, secs: f64) -> String {
+        let r = |name| (self.get(name).saturating_sub(prev.get(name))) as f64 / secs.max(1e-3);
+        format!(
+            "direct {:>7.0}/s | shard enq {:>7.0}/s pull own {:>7.0}/s sibling {:>6.0}/s | \
+             cpu-q {:>6.0}/s | kicks {:>6.0}/s | idle dispatch {:>6.0}/s",
+            r("direct_dispatches"),
+            r("shard_enqueues"),
+            r("shard_pulls_local"),
+            r("shard_pulls_sibling"),
+            r("cpu_enqueues"),
+            r("idle_kicks"),
+            r("dispatch_empty"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_has_one_name() {
+        let mut ids: Vec<u32> = STAT_NAMES.iter().map(|(i, _)| *i).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..bpf_intf::mosaic_stat_NR_MOSAIC_STATS).collect::<Vec<_>>());
+        let mut names: Vec<&str> = STAT_NAMES.iter().map(|(_, n)| *n).collect();
+        names.dedup();
+        assert_eq!(names.len(), STAT_NAMES.len());
+    }
+
+    #[test]
+    fn totals_add_up_across_restarts() {
+        let n = bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usize;
+        let mut a = Counters { stats: vec![1; n], per_shard: vec![2, 3] };
+        let b = Counters { stats: vec![5; n], per_shard: vec![1, 1, 7] };
+        a.add(&b);
+        assert_eq!(a.get("shard_enqueues"), 6);
+        assert_eq!(a.per_shard, vec![3, 4, 7]);
+        let json = a.to_json();
+        assert_eq!(json["direct_dispatches"], 6);
+        assert_eq!(json["shard_enqueues_per_shard"], serde_json::json!([3, 4, 7]));
+    }
+}

@@ -1,0 +1,341 @@
+//! CPU topology from sysfs (SMT cores, L2 groups, LLCs, NUMA nodes,
+//! capacity), and the shard layout of the shared runqueue built on it.
+//!
+//! Read from a sysfs root so that tests can hand in a fake tree.
+
+use crate::cpulist;
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One online CPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cpu {
+    pub id: usize,
+    /// Index into `Topology::cores`.
+    pub core: usize,
+    /// Index into `Topology::l2s`.
+    pub l2: usize,
+    /// Index into `Topology::llcs`.
+    pub llc: usize,
+    /// NUMA node id (0 on machines without NUMA).
+    pub node: usize,
+    /// Capacity in the kernel's scale (1024 = the biggest CPU).
+    pub capacity: u32,
+}
+
+/// The machine as the scheduler sees it. Each group lists CPU ids.
+#[derive(Debug, Clone, Serialize)]
+pub struct Topology {
+    /// One more than the largest possible CPU id.
+    pub nr_cpu_ids: usize,
+    pub cpus: Vec<Cpu>,
+    pub cores: Vec<Vec<usize>>,
+    pub l2s: Vec<Vec<usize>>,
+    pub llcs: Vec<Vec<usize>>,
+    pub nodes: Vec<usize>,
+}
+
+/// How the shared runqueue splits each LLC.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardLayout {
+    /// CPUs of each shard, shards of one LLC contiguous.
+    pub shards: Vec<Vec<usize>>,
+    /// First shard of each LLC.
+    pub llc_first_shard: Vec<usize>,
+    /// Number of shards of each LLC.
+    pub llc_nr_shards: Vec<usize>,
+}
+
+/// Reads a sysfs file as a trimmed string.
+fn read(path: &Path) -> Result<String> {
+    Ok(fs::read_to_string(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .trim()
+        .to_string())
+}
+
+/// Dense index of `key` in `groups`, adding it if new.
+fn group_index(groups: &mut Vec<Vec<usize>>, key: Vec<usize>) -> usize {
+    match groups.iter().position(|g| *g == key) {
+        Some(i) => i,
+        None => {
+            groups.push(key);
+            groups.len() - 1
+        }
+    }
+}
+
+/// The CPUs sharing @cpu's cache at @level (unified or data), if sysfs says.
+fn cache_cpus(cpu_dir: &Path, level: u32) -> Result<Option<Vec<usize>>> {
+    let cache = cpu_dir.join("cache");
+    let Ok(entries) = fs::read_dir(&cache) else {
+        return Ok(None);
+    };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    dirs.sort();
+    for dir in dirs {
+        if !dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with("index")) {
+            continue;
+        }
+        let Ok(lvl) = read(&dir.join("level")) else { continue };
+        let kind = read(&dir.join("type")).unwrap_or_default();
+        if lvl == level.to_string() && kind != "Instruction" {
+            return Ok(Some(cpulist::parse(&read(&dir.join("shared_cpu_list"))?)?));
+        }
+    }
+    Ok(None)
+}
+
+/// The highest cache level sysfs lists for a CPU.
+fn last_level(cpu_dir: &Path) -> u32 {
+    (1..=4)
+        .rev()
+        .find(|&l| matches!(cache_cpus(cpu_dir, l), Ok(Some(_))))
+        .unwrap_or(0)
+}
+
+impl Topology {
+    /// Reads the topology of the running machine.
+    pub fn from_sysfs() -> Result<Self> {
+        Self::from_root(Path::new("/sys"))
+    }
+
+    /// Reads the topology under a sysfs root.
+    pub fn from_root(sys: &Path) -> Result<Self> {
+        let cpu_root = sys.join("devices/system/cpu");
+        let online = cpulist::parse(&read(&cpu_root.join("online"))?)?;
+        let possible = match read(&cpu_root.join("possible")) {
+            Ok(s) => cpulist::parse(&s)?,
+            Err(_) => online.clone(),
+        };
+        if online.is_empty() {
+            bail!("sysfs lists no online CPU");
+        }
+        let nr_cpu_ids = possible.iter().chain(&online).max().unwrap() + 1;
+
+        let mut node_of = BTreeMap::new();
+        let mut nodes = Vec::new();
+        if let Ok(entries) = fs::read_dir(sys.join("devices/system/node")) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                let Some(id) = name.strip_prefix("node").and_then(|n| n.parse().ok()) else {
+                    continue;
+                };
+                for cpu in cpulist::parse(&read(&e.path().join("cpulist"))?)? {
+                    node_of.insert(cpu, id);
+                }
+                nodes.push(id);
+            }
+        }
+        nodes.sort_unstable();
+        if nodes.is_empty() {
+            nodes.push(0);
+        }
+
+        let llc_level = last_level(&cpu_root.join(format!("cpu{}", online[0])));
+        let (mut cores, mut l2s, mut llcs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut cpus = Vec::new();
+        for &id in &online {
+            let dir = cpu_root.join(format!("cpu{id}"));
+            let siblings = match read(&dir.join("topology/thread_siblings_list")) {
+                Ok(s) => cpulist::parse(&s)?,
+                Err(_) => vec![id],
+            };
+            let package = read(&dir.join("topology/physical_package_id")).unwrap_or_default();
+            let llc_cpus = match cache_cpus(&dir, llc_level)? {
+                Some(c) if llc_level >= 2 => c,
+                _ => package_cpus(&cpu_root, &online, &package),
+            };
+            let l2_cpus = match cache_cpus(&dir, 2)? {
+                Some(c) => c,
+                None => siblings.clone(),
+            };
+            let capacity = match read(&dir.join("cpu_capacity")) {
+                Ok(s) => s
+                    .parse()
+                    .with_context(|| format!("bad cpu_capacity {s:?} for CPU {id}"))?,
+                Err(_) => 1024,
+            };
+            // Only online CPUs belong to the groups the scheduler uses.
+            let keep = |v: Vec<usize>| v.into_iter().filter(|c| online.contains(c)).collect();
+            cpus.push(Cpu {
+                id,
+                core: group_index(&mut cores, keep(siblings)),
+                l2: group_index(&mut l2s, keep(l2_cpus)),
+                llc: group_index(&mut llcs, keep(llc_cpus)),
+                node: node_of.get(&id).copied().unwrap_or(0),
+                capacity,
+            });
+        }
+        Ok(Topology {
+            nr_cpu_ids,
+            cpus,
+            cores,
+            l2s,
+            llcs,
+            nodes,
+        })
+    }
+
+    /// Whether some core runs several hardware threads.
+    pub fn smt(&self) -> bool {
+        self.cores.iter().any(|c| c.len() > 1)
+    }
+
+    /// The CPU with id @id, if online.
+    #[cfg(test)]
+    pub fn cpu(&self, id: usize) -> Option<&Cpu> {
+        self.cpus.iter().find(|c| c.id == id)
+    }
+
+    /// Splits each LLC into shards of about @shard_size CPUs, never splitting
+    /// an SMT core, with shard sizes within one core of each other.
+    pub fn shard_layout(&self, shard_size: usize, max_per_llc: usize) -> ShardLayout {
+        let mut layout = ShardLayout {
+            shards: Vec::new(),
+            llc_first_shard: Vec::new(),
+            llc_nr_shards: Vec::new(),
+        };
+        for llc in &self.llcs {
+            // CPUs of the LLC, core by core, so that siblings are adjacent.
+            let mut cores: Vec<&Vec<usize>> = self
+                .cores
+                .iter()
+                .filter(|core| core.iter().any(|c| llc.contains(c)))
+                .collect();
+            cores.sort_by_key(|core| core[0]);
+            let n = llc.len().div_ceil(shard_size.max(1)).clamp(1, max_per_llc);
+            let mut shards: Vec<Vec<usize>> = vec![Vec::new(); n];
+            let mut before = 0;
+            for core in cores {
+                // a core goes to the shard its first CPU's rank falls in
+                let shard = before * n / llc.len();
+                for &cpu in core.iter().filter(|c| llc.contains(c)) {
+                    shards[shard].push(cpu);
+                    before += 1;
+                }
+            }
+            // cores larger than the shard size can leave a shard empty
+            shards.retain(|s| !s.is_empty());
+            let first = layout.shards.len();
+            let kept = shards.len();
+            layout.shards.extend(shards);
+            layout.llc_first_shard.push(first);
+            layout.llc_nr_shards.push(kept);
+        }
+        layout
+    }
+}
+
+/// CPUs of one physical package, for machines whose sysfs lists no caches.
+fn package_cpus(cpu_root: &Path, online: &[usize], package: &str) -> Vec<usize> {
+    online
+        .iter()
+        .copied()
+        .filter(|c| {
+            read(&cpu_root.join(format!("cpu{c}/topology/physical_package_id")))
+                .unwrap_or_default()
+                == package
+        })
+        .collect()
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// Writes a fake sysfs tree: @llcs CPU ranges sharing an L3, SMT pairs
+    /// when @smt, and optional NUMA nodes.
+    pub fn fake_sysfs(dir: &Path, nr: usize, llc_size: usize, smt: bool, nodes: usize) {
+        let cpu_root = dir.join("devices/system/cpu");
+        let w = |p: PathBuf, s: String| {
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, s + "\n").unwrap();
+        };
+        w(cpu_root.join("online"), format!("0-{}", nr - 1));
+        w(cpu_root.join("possible"), format!("0-{}", nr - 1));
+        for c in 0..nr {
+            let d = cpu_root.join(format!("cpu{c}"));
+            let core = if smt { c & !1 } else { c };
+            let sib = if smt { format!("{}-{}", core, core + 1) } else { c.to_string() };
+            w(d.join("topology/thread_siblings_list"), sib.clone());
+            w(d.join("topology/physical_package_id"), "0".into());
+            let l3 = c / llc_size * llc_size;
+            for (idx, lvl, kind, shared) in [
+                (0, 1, "Data", sib.clone()),
+                (1, 1, "Instruction", sib.clone()),
+                (2, 2, "Unified", sib.clone()),
+                (3, 3, "Unified", format!("{}-{}", l3, l3 + llc_size - 1)),
+            ] {
+                let ci = d.join(format!("cache/index{idx}"));
+                w(ci.join("level"), lvl.to_string());
+                w(ci.join("type"), kind.into());
+                w(ci.join("shared_cpu_list"), shared);
+            }
+        }
+        for n in 0..nodes {
+            let per = nr / nodes;
+            w(
+                dir.join(format!("devices/system/node/node{n}/cpulist")),
+                format!("{}-{}", n * per, n * per + per - 1),
+            );
+        }
+    }
+
+    fn topo(nr: usize, llc: usize, smt: bool, nodes: usize) -> Topology {
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(dir.path(), nr, llc, smt, nodes);
+        Topology::from_root(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn reads_llcs_cores_and_nodes() {
+        let t = topo(8, 4, true, 2);
+        assert_eq!(t.nr_cpu_ids, 8);
+        assert_eq!(t.llcs, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+        assert_eq!(t.cores.len(), 4);
+        assert!(t.smt());
+        assert_eq!(t.nodes, vec![0, 1]);
+        assert_eq!(t.cpu(5).unwrap().node, 1);
+        assert_eq!(t.cpu(5).unwrap().llc, 1);
+        assert_eq!(t.cpu(5).unwrap().capacity, 1024);
+    }
+
+    #[test]
+    fn shards_split_llcs_without_splitting_cores() {
+        let t = topo(16, 8, true, 1);
+        let l = t.shard_layout(4, 64);
+        assert_eq!(l.llc_nr_shards, vec![2, 2]);
+        assert_eq!(l.llc_first_shard, vec![0, 2]);
+        assert_eq!(l.shards[0], vec![0, 1, 2, 3]);
+        assert_eq!(l.shards[3], vec![12, 13, 14, 15]);
+        // a shard size smaller than a core still keeps siblings together
+        let l = t.shard_layout(1, 64);
+        assert_eq!(l.llc_nr_shards, vec![4, 4]);
+        assert!(l.shards.iter().all(|s| s.len() == 2 && s[0] / 2 == s[1] / 2));
+        // every CPU is in exactly one shard
+        let mut all: Vec<usize> = l.shards.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..16).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn shard_count_is_capped_and_uneven_llcs_balance() {
+        let t = topo(6, 6, false, 1);
+        let l = t.shard_layout(4, 64);
+        assert_eq!(l.llc_nr_shards, vec![2]);
+        assert_eq!(l.shards, vec![vec![0, 1, 2], vec![3, 4, 5]]);
+        let l = t.shard_layout(1, 4);
+        assert_eq!(l.llc_nr_shards, vec![4]);
+    }
+
+    #[test]
+    fn missing_online_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Topology::from_root(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("cannot read"), "{err}");
+    }
+}
