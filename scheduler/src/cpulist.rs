@@ -75,7 +75,16 @@ mod tests {
 
     #[test]
     fn rejects_malformed_lists() {
-        for bad in ["3-1", "a", "1,,2", "1-", "-1", "0-3,x", "1.5", "99999999999999999999"] {
+        for bad in [
+            "3-1",
+            "a",
+            "1,,2",
+            "1-",
+            "-1",
+            "0-3,x",
+            "1.5",
+            "99999999999999999999",
+        ] {
             let err = parse(bad).unwrap_err().to_string();
             assert!(err.starts_with("bad CPU list"), "{bad}: {err}");
         }

@@ -117,7 +117,11 @@ impl ExitInfo {
 
 /// A C string from a fixed-size BPF buffer.
 fn c_str(buf: &[i8]) -> String {
-    let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -162,7 +166,12 @@ impl<'a> Scheduler<'a> {
                 ro.cpu_shard[cpu] = shard as u32;
             }
         }
-        for (llc, (&first, &n)) in layout.llc_first_shard.iter().zip(&layout.llc_nr_shards).enumerate() {
+        for (llc, (&first, &n)) in layout
+            .llc_first_shard
+            .iter()
+            .zip(&layout.llc_nr_shards)
+            .enumerate()
+        {
             ro.llc_first_shard[llc] = first as u32;
             ro.llc_nr_shards[llc] = n as u32;
         }
@@ -205,11 +214,18 @@ impl<'a> Scheduler<'a> {
         if ptr.is_null() {
             return String::new();
         }
-        unsafe { std::ffi::CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+        unsafe { std::ffi::CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// Runs until a signal or an exit, printing stats; returns the exit.
-    fn run(&mut self, opts: &Opts, shutdown: &AtomicBool, started: Instant) -> Result<(ExitInfo, Counters)> {
+    fn run(
+        &mut self,
+        opts: &Opts,
+        shutdown: &AtomicBool,
+        started: Instant,
+    ) -> Result<(ExitInfo, Counters)> {
         let mut last = Counters::read(&self.skel, self.nr_shards)?;
         let mut last_at = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
@@ -217,7 +233,11 @@ impl<'a> Scheduler<'a> {
             let secs = last_at.elapsed().as_secs_f64();
             if opts.stats > 0.0 && secs >= opts.stats {
                 let now = Counters::read(&self.skel, self.nr_shards)?;
-                println!("mosaic {:>7.1}s | {}", started.elapsed().as_secs_f64(), now.rate_line(&last, secs));
+                println!(
+                    "mosaic {:>7.1}s | {}",
+                    started.elapsed().as_secs_f64(),
+                    now.rate_line(&last, secs)
+                );
                 last = now;
                 last_at = Instant::now();
             }
@@ -228,7 +248,7 @@ impl<'a> Scheduler<'a> {
 }
 
 /// Refuses to start where the scheduler cannot load, before anything loads.
-fn preflight(sysfs: &Path) -> Result<()> {
+fn preflight(sysfs: &Path, euid: u32) -> Result<()> {
     let scx = sysfs.join("kernel/sched_ext");
     if !scx.exists() {
         bail!(
@@ -237,7 +257,7 @@ fn preflight(sysfs: &Path) -> Result<()> {
             scx.display()
         );
     }
-    if unsafe { libc::geteuid() } != 0 {
+    if euid != 0 {
         bail!("must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF");
     }
     let state = std::fs::read_to_string(scx.join("state")).unwrap_or_default();
@@ -266,7 +286,10 @@ fn parse_opts() -> Opts {
         Err(e) => {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!("scx_mosaic: {} (see --help)", first.trim_start_matches("error: "));
+            eprintln!(
+                "scx_mosaic: {} (see --help)",
+                first.trim_start_matches("error: ")
+            );
             std::process::exit(2);
         }
     }
@@ -276,17 +299,29 @@ fn parse_opts() -> Opts {
 fn read_topology(opts: &Opts) -> Result<(Topology, ShardLayout)> {
     let topo = Topology::from_sysfs().context("reading the CPU topology")?;
     if topo.nr_cpu_ids > bpf_intf::mosaic_limits_MAX_CPUS as usize {
-        bail!("{} CPUs: more than the {} supported", topo.nr_cpu_ids, bpf_intf::mosaic_limits_MAX_CPUS);
+        bail!(
+            "{} CPUs: more than the {} supported",
+            topo.nr_cpu_ids,
+            bpf_intf::mosaic_limits_MAX_CPUS
+        );
     }
     if topo.llcs.len() > bpf_intf::mosaic_limits_MAX_LLCS as usize {
-        bail!("{} LLCs: more than the {} supported", topo.llcs.len(), bpf_intf::mosaic_limits_MAX_LLCS);
+        bail!(
+            "{} LLCs: more than the {} supported",
+            topo.llcs.len(),
+            bpf_intf::mosaic_limits_MAX_LLCS
+        );
     }
     let layout = topo.shard_layout(
         opts.shard_size as usize,
         bpf_intf::mosaic_limits_MAX_SHARDS_PER_LLC as usize,
     );
     if layout.shards.len() > bpf_intf::mosaic_limits_MAX_SHARDS as usize {
-        bail!("{} shards: more than the {} supported; raise --shard-size", layout.shards.len(), bpf_intf::mosaic_limits_MAX_SHARDS);
+        bail!(
+            "{} shards: more than the {} supported; raise --shard-size",
+            layout.shards.len(),
+            bpf_intf::mosaic_limits_MAX_SHARDS
+        );
     }
     println!(
         "scx_mosaic {}: {} CPUs, {} cores{}, {} LLCs, {} NUMA nodes; {}",
@@ -307,10 +342,11 @@ fn read_topology(opts: &Opts) -> Result<(Topology, ShardLayout)> {
 }
 
 fn run(opts: &Opts) -> Result<i32> {
-    preflight(Path::new("/sys"))?;
+    preflight(Path::new("/sys"), unsafe { libc::geteuid() })?;
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).context("installing the signal handler")?;
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the signal handler")?;
 
     let started = Instant::now();
     let mut totals = Counters::default();
@@ -319,7 +355,8 @@ fn run(opts: &Opts) -> Result<i32> {
         // read afresh at every (re)start: after hotplug the CPU set differs
         let (topo, layout) = read_topology(opts)?;
         let mut object = MaybeUninit::uninit();
-        let mut sched = Scheduler::init(opts, &topo, &layout, &mut object).context("loading the BPF scheduler")?;
+        let mut sched = Scheduler::init(opts, &topo, &layout, &mut object)
+            .context("loading the BPF scheduler")?;
         println!("scx_mosaic: attached; Ctrl-C to detach");
         let (exit, counters) = sched.run(opts, &shutdown, started)?;
         totals.add(&counters);
@@ -341,8 +378,16 @@ fn run(opts: &Opts) -> Result<i32> {
         "scx_mosaic: exit: {} (kind {}){}{}",
         exit.kind_name(),
         exit.kind,
-        if exit.reason.is_empty() { String::new() } else { format!(": {}", exit.reason) },
-        if exit.msg.is_empty() { String::new() } else { format!(" ({})", exit.msg) },
+        if exit.reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", exit.reason)
+        },
+        if exit.msg.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", exit.msg)
+        },
     );
     eprintln!("{line}");
 
@@ -373,5 +418,72 @@ fn main() {
             eprintln!("scx_mosaic: {e:#}");
             std::process::exit(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake sysfs with a sched_ext directory in state @state, if any.
+    fn sysfs(state: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(state) = state {
+            let scx = dir.path().join("kernel/sched_ext");
+            std::fs::create_dir_all(scx.join("root")).unwrap();
+            std::fs::write(scx.join("state"), format!("{state}\n")).unwrap();
+            std::fs::write(scx.join("root/ops"), "rusty\n").unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn preflight_refuses_kernels_without_sched_ext() {
+        let err = preflight(sysfs(None).path(), 0).unwrap_err().to_string();
+        assert!(err.contains("no sched_ext"), "{err}");
+        assert!(!err.contains('\n'));
+    }
+
+    #[test]
+    fn preflight_refuses_non_root() {
+        let err = preflight(sysfs(Some("disabled")).path(), 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("must run as root"), "{err}");
+    }
+
+    #[test]
+    fn preflight_refuses_a_second_scheduler() {
+        let err = preflight(sysfs(Some("enabled")).path(), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("another sched_ext scheduler") && err.contains("rusty"),
+            "{err}"
+        );
+        preflight(sysfs(Some("disabled")).path(), 0).unwrap();
+    }
+
+    #[test]
+    fn exit_kinds_are_classified() {
+        let exit = |kind, exit_code| ExitInfo {
+            kind,
+            exit_code,
+            reason: String::new(),
+            msg: String::new(),
+        };
+        assert!(!exit(64, 0).is_ejection());
+        assert_eq!(exit(64, 0).kind_name(), "unregistered");
+        assert!(exit(1026, 0).is_ejection());
+        assert_eq!(exit(1026, 0).kind_name(), "watchdog stall");
+        assert!(exit(1025, 0).is_ejection());
+    }
+
+    #[test]
+    fn intervals_must_be_non_negative_numbers() {
+        assert_eq!(parse_interval("0.5"), Ok(0.5));
+        assert!(parse_interval("-1").is_err());
+        assert!(parse_interval("soon").is_err());
+        assert!(parse_interval("NaN").is_err());
     }
 }

@@ -9,10 +9,19 @@ use serde_json::{Map, Value};
 
 /// JSON name of each counter, indexed by enum mosaic_stat (intf.h).
 pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usize] = [
-    (bpf_intf::mosaic_stat_STAT_DIRECT_DISPATCHES, "direct_dispatches"),
+    (
+        bpf_intf::mosaic_stat_STAT_DIRECT_DISPATCHES,
+        "direct_dispatches",
+    ),
     (bpf_intf::mosaic_stat_STAT_SHARD_ENQUEUES, "shard_enqueues"),
-    (bpf_intf::mosaic_stat_STAT_SHARD_PULLS_LOCAL, "shard_pulls_local"),
-    (bpf_intf::mosaic_stat_STAT_SHARD_PULLS_SIBLING, "shard_pulls_sibling"),
+    (
+        bpf_intf::mosaic_stat_STAT_SHARD_PULLS_LOCAL,
+        "shard_pulls_local",
+    ),
+    (
+        bpf_intf::mosaic_stat_STAT_SHARD_PULLS_SIBLING,
+        "shard_pulls_sibling",
+    ),
     (bpf_intf::mosaic_stat_STAT_CPU_ENQUEUES, "cpu_enqueues"),
     (bpf_intf::mosaic_stat_STAT_CPU_PULLS, "cpu_pulls"),
     (bpf_intf::mosaic_stat_STAT_IDLE_KICKS, "idle_kicks"),
@@ -20,7 +29,10 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
     (bpf_intf::mosaic_stat_STAT_SIBLING_SCANS, "sibling_scans"),
     (bpf_intf::mosaic_stat_STAT_WAKE_PREV_IDLE, "wake_prev_idle"),
     (bpf_intf::mosaic_stat_STAT_WAKE_LLC_IDLE, "wake_llc_idle"),
-    (bpf_intf::mosaic_stat_STAT_WAKE_REMOTE_IDLE, "wake_remote_idle"),
+    (
+        bpf_intf::mosaic_stat_STAT_WAKE_REMOTE_IDLE,
+        "wake_remote_idle",
+    ),
     (bpf_intf::mosaic_stat_STAT_WAKE_BUSY, "wake_busy"),
     (bpf_intf::mosaic_stat_STAT_DEBUG_DROPS, "debug_drops"),
 ];
@@ -85,9 +97,15 @@ impl Counters {
     pub fn to_json(&self) -> Map<String, Value> {
         let mut m = Map::new();
         for (i, name) in STAT_NAMES {
-            m.insert(name.into(), self.stats.get(i as usize).copied().unwrap_or(0).into());
+            m.insert(
+                name.into(),
+                self.stats.get(i as usize).copied().unwrap_or(0).into(),
+            );
         }
-        m.insert("shard_enqueues_per_shard".into(), self.per_shard.clone().into());
+        m.insert(
+            "shard_enqueues_per_shard".into(),
+            self.per_shard.clone().into(),
+        );
         m
     }
 
@@ -116,7 +134,10 @@ mod tests {
     fn every_counter_has_one_name() {
         let mut ids: Vec<u32> = STAT_NAMES.iter().map(|(i, _)| *i).collect();
         ids.sort_unstable();
-        assert_eq!(ids, (0..bpf_intf::mosaic_stat_NR_MOSAIC_STATS).collect::<Vec<_>>());
+        assert_eq!(
+            ids,
+            (0..bpf_intf::mosaic_stat_NR_MOSAIC_STATS).collect::<Vec<_>>()
+        );
         let mut names: Vec<&str> = STAT_NAMES.iter().map(|(_, n)| *n).collect();
         names.dedup();
         assert_eq!(names.len(), STAT_NAMES.len());
@@ -125,13 +146,22 @@ mod tests {
     #[test]
     fn totals_add_up_across_restarts() {
         let n = bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usize;
-        let mut a = Counters { stats: vec![1; n], per_shard: vec![2, 3] };
-        let b = Counters { stats: vec![5; n], per_shard: vec![1, 1, 7] };
+        let mut a = Counters {
+            stats: vec![1; n],
+            per_shard: vec![2, 3],
+        };
+        let b = Counters {
+            stats: vec![5; n],
+            per_shard: vec![1, 1, 7],
+        };
         a.add(&b);
         assert_eq!(a.get("shard_enqueues"), 6);
         assert_eq!(a.per_shard, vec![3, 4, 7]);
         let json = a.to_json();
         assert_eq!(json["direct_dispatches"], 6);
-        assert_eq!(json["shard_enqueues_per_shard"], serde_json::json!([3, 4, 7]));
+        assert_eq!(
+            json["shard_enqueues_per_shard"],
+            serde_json::json!([3, 4, 7])
+        );
     }
 }

@@ -77,10 +77,15 @@ fn cache_cpus(cpu_dir: &Path, level: u32) -> Result<Option<Vec<usize>>> {
     let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     dirs.sort();
     for dir in dirs {
-        if !dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with("index")) {
+        if !dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("index"))
+        {
             continue;
         }
-        let Ok(lvl) = read(&dir.join("level")) else { continue };
+        let Ok(lvl) = read(&dir.join("level")) else {
+            continue;
+        };
         let kind = read(&dir.join("type")).unwrap_or_default();
         if lvl == level.to_string() && kind != "Instruction" {
             return Ok(Some(cpulist::parse(&read(&dir.join("shared_cpu_list"))?)?));
@@ -236,8 +241,7 @@ fn package_cpus(cpu_root: &Path, online: &[usize], package: &str) -> Vec<usize> 
         .iter()
         .copied()
         .filter(|c| {
-            read(&cpu_root.join(format!("cpu{c}/topology/physical_package_id")))
-                .unwrap_or_default()
+            read(&cpu_root.join(format!("cpu{c}/topology/physical_package_id"))).unwrap_or_default()
                 == package
         })
         .collect()
@@ -260,7 +264,11 @@ pub mod tests {
         for c in 0..nr {
             let d = cpu_root.join(format!("cpu{c}"));
             let core = if smt { c & !1 } else { c };
-            let sib = if smt { format!("{}-{}", core, core + 1) } else { c.to_string() };
+            let sib = if smt {
+                format!("{}-{}", core, core + 1)
+            } else {
+                c.to_string()
+            };
             w(d.join("topology/thread_siblings_list"), sib.clone());
             w(d.join("topology/physical_package_id"), "0".into());
             let l3 = c / llc_size * llc_size;
@@ -315,7 +323,10 @@ pub mod tests {
         // a shard size smaller than a core still keeps siblings together
         let l = t.shard_layout(1, 64);
         assert_eq!(l.llc_nr_shards, vec![4, 4]);
-        assert!(l.shards.iter().all(|s| s.len() == 2 && s[0] / 2 == s[1] / 2));
+        assert!(l
+            .shards
+            .iter()
+            .all(|s| s.len() == 2 && s[0] / 2 == s[1] / 2));
         // every CPU is in exactly one shard
         let mut all: Vec<usize> = l.shards.concat();
         all.sort_unstable();

@@ -25,11 +25,13 @@ char _license[] SEC("license") = "GPL";
 /* Test switch: whether @p is a task --debug-drop-comm asks us to lose. */
 static __always_inline bool debug_should_drop(const struct task_struct *p)
 {
-	u32 i;
+	int i;
 
 	if (!debug_drop_comm[0])
 		return false;
-	bpf_for(i, 0, MAX_COMM) {
+	/* unrolled: task_struct only takes constant offsets */
+#pragma unroll
+	for (i = 0; i < MAX_COMM; i++) {
 		if (p->comm[i] != debug_drop_comm[i])
 			return false;
 		if (!p->comm[i])

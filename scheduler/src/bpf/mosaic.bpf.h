@@ -67,12 +67,16 @@ static __always_inline bool task_is_pinned(const struct task_struct *p)
 	return p->nr_cpus_allowed == 1;
 }
 
+/* @cpu as an index into the per-CPU tables, masked for the verifier. */
+static __always_inline u32 cpu_idx(s32 cpu)
+{
+	return (u32)cpu & (MAX_CPUS - 1);
+}
+
 /* LLC index of @cpu, bounded for the verifier. */
 static __always_inline u32 llc_of(s32 cpu)
 {
-	if (cpu < 0 || cpu >= MAX_CPUS)
-		return 0;
-	return cpu_llc[cpu] & (MAX_LLCS - 1);
+	return cpu_llc[cpu_idx(cpu)] & (MAX_LLCS - 1);
 }
 
 #endif /* __MOSAIC_BPF_H */

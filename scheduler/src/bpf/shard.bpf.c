@@ -47,9 +47,7 @@ static __always_inline u64 cpu_dsq_id(s32 cpu)
 /* Global shard index of @cpu. */
 static __always_inline u32 shard_of(s32 cpu)
 {
-	if (cpu < 0 || cpu >= MAX_CPUS)
-		return 0;
-	return cpu_shard[cpu];
+	return cpu_shard[cpu_idx(cpu)];
 }
 
 /* Create every shard's DSQ and every CPU's own DSQ. Called from ops.init. */

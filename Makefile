@@ -1,0 +1,44 @@
+# Mosaic: the two commands a user needs are `make run` and `make test`.
+# Both install what they need first (scripts/install-deps, idempotent).
+
+BPF_CLANG ?= clang-19
+export BPF_CLANG
+TOPO ?= 1llc
+ROUNDS ?= 5
+BIN := target/release/scx_mosaic
+
+.PHONY: all deps build run test unit-test vm-test fmt lint
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	cargo build --release
+
+# The scheduler under a demo workload, with live stats and a comparison against
+# the kernel's default scheduler: on this host if it has sched_ext, else in the VM.
+run: build
+	@if [ -e /sys/kernel/sched_ext ] && [ "$$(id -u)" = 0 ]; then \
+		PATH="$(CURDIR)/target/release:$$PATH" sh tests/guest/demo.sh $(ROUNDS); \
+	else \
+		echo "This kernel has no sched_ext: running in the bundled VM ($(TOPO))"; \
+		vm/run --topo $(TOPO) --timeout 1800 -- "sh /mosaic/guest/demo.sh $(ROUNDS)"; \
+	fi
+
+unit-test: build
+	cargo test --release
+
+vm-test: build
+	python3 -m pytest -v tests/
+
+test: unit-test vm-test
+
+fmt:
+	cargo fmt
+	clang-format-19 -i scheduler/src/bpf/*.c scheduler/src/bpf/*.h
+
+lint:
+	cargo fmt --check
+	cargo clippy --release -- -D warnings

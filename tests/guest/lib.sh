@@ -1,0 +1,79 @@
+# tests/guest/lib.sh - helpers for VM test scripts (busybox sh, sourced in the guest).
+#
+# The host-side tests (tests/test_vm.py) run scripts that source this file. Results go
+# to stdout as "@@KEY@@ value" lines and as JSON blocks between "@@JSON <name>@@" and
+# "@@END@@", which the host parses and asserts on.
+
+SCX=/sys/kernel/sched_ext
+MOSAIC_PID=
+MOSAIC_LOG=/tmp/mosaic.log
+
+# Print a result line for the host: @@KEY@@ VALUE.
+report() { echo "@@$1@@ $2"; }
+
+# Print file $2 as a JSON block named $1 for the host.
+report_json() { echo "@@JSON $1@@"; cat "$2"; echo "@@END@@"; }
+
+# Wait up to $2 seconds for the sched_ext state to read $1.
+wait_state() {
+    i=0
+    while [ "$(cat $SCX/state)" != "$1" ]; do
+        i=$((i + 1))
+        [ $i -gt $(($2 * 10)) ] && return 1
+        sleep 0.1
+    done
+}
+
+# Start scx_mosaic in the background with the given flags; wait until enabled.
+start_mosaic() {
+    scx_mosaic "$@" >$MOSAIC_LOG 2>&1 &
+    MOSAIC_PID=$!
+    if ! wait_state enabled 60; then
+        echo "scx_mosaic did not enable within 60 s; its output:"
+        cat $MOSAIC_LOG
+        return 1
+    fi
+    report ops "$(cat $SCX/root/ops)"
+    report state_running "$(cat $SCX/state)"
+}
+
+# Send SIGINT to scx_mosaic, wait for it, report its exit status and log.
+stop_mosaic() {
+    kill -INT $MOSAIC_PID 2>/dev/null
+    wait $MOSAIC_PID
+    rc=$?
+    report mosaic_rc $rc
+    report state_after "$(cat $SCX/state)"
+    echo "---- scx_mosaic output (tail) ----"
+    tail -n 15 $MOSAIC_LOG
+    echo "----"
+}
+
+# Wait for scx_mosaic to exit on its own (up to $1 s); report status and log.
+wait_mosaic_exit() {
+    i=0
+    while kill -0 $MOSAIC_PID 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -gt $(($1 * 10)) ]; then
+            report mosaic_rc timeout
+            return 1
+        fi
+        sleep 0.1
+    done
+    wait $MOSAIC_PID
+    report mosaic_rc $?
+    report state_after "$(cat $SCX/state)"
+    echo "---- scx_mosaic output (tail) ----"
+    tail -n 15 $MOSAIC_LOG
+    echo "----"
+}
+
+# Run hackbench (args as given) and report its wall time in seconds as @@$1@@.
+timed_hackbench() {
+    name=$1
+    shift
+    t0=$(date +%s.%N 2>/dev/null || date +%s)
+    hackbench "$@" >/tmp/hb.out 2>&1 || { cat /tmp/hb.out; return 1; }
+    t=$(sed -n 's/^Time: *//p' /tmp/hb.out)
+    report "$name" "$t"
+}

@@ -1,0 +1,182 @@
+"""VM integration tests of scx_mosaic: each boot runs a guest script (vm/run) that
+prints @@KEY@@ lines and JSON blocks; the tests assert on those.
+
+A guest kernel Oops under TCG is reported as an emulator fault, distinct from an
+ejection of the scheduler, which every test checks for explicitly.
+"""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / "target/release/scx_mosaic"
+
+# vm/run's own exit codes (see its header)
+VM_TIMEOUT, VM_BOOT_FAILED, VM_GUEST_OOPS = 124, 125, 126
+
+
+class Guest:
+    """Output of one guest run: exit code, text, @@KEY@@ values, JSON blocks."""
+
+    def __init__(self, rc, out):
+        self.rc = rc
+        self.out = out
+        self.values = dict(re.findall(r"^@@(\w+)@@ ?(.*)$", out, re.M))
+        self.json = {
+            name: json.loads(body)
+            for name, body in re.findall(r"^@@JSON (\w+)@@\n(.*?)^@@END@@$", out, re.M | re.S)
+        }
+
+    def __getitem__(self, key):
+        assert key in self.values, f"guest did not report {key}:\n{self.out}"
+        return self.values[key]
+
+
+def boot(topo, script, timeout=900):
+    """Boots the VM with preset @topo, runs @script in the guest, returns a Guest."""
+    cmd = [str(REPO / "vm/run"), "--topo", topo, "--timeout", str(timeout), "--", script]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 300)
+    if p.returncode == VM_GUEST_OOPS:
+        pytest.fail(f"guest kernel Oops/panic (emulator fault under TCG, or kernel bug):\n{p.stderr}")
+    if p.returncode in (VM_TIMEOUT, VM_BOOT_FAILED):
+        pytest.fail(f"VM boot failed or timed out (rc {p.returncode}):\n{p.stderr}")
+    return Guest(p.returncode, p.stdout)
+
+
+def assert_not_ejected(g, report):
+    """The scheduler left by request: no watchdog stall, no BPF error."""
+    kind = report["exit"]["kind"]
+    assert kind < 1024, f"scheduler was ejected: {report['exit']}\n{g.out}"
+
+
+def assert_counters_consistent(s):
+    """Invariants that hold whatever the workload."""
+    assert s["shard_pulls_local"] + s["shard_pulls_sibling"] <= s["shard_enqueues"]
+    assert sum(s["shard_enqueues_per_shard"]) == s["shard_enqueues"]
+    assert s["cpu_pulls"] <= s["cpu_enqueues"]
+    # every direct dispatch found an idle CPU somewhere, and says where
+    assert s["direct_dispatches"] == s["wake_prev_idle"] + s["wake_llc_idle"] + s["wake_remote_idle"]
+    assert s["debug_drops"] == 0
+
+
+LIFECYCLE = r"""
+. /mosaic/guest/lib.sh
+scx_mosaic --shard-size x >/tmp/e1 2>&1; report badflag_rc $?
+report badflag_lines "$(wc -l </tmp/e1)"
+report badflag_msg "$(cat /tmp/e1)"
+scx_mosaic --no-such-flag >/dev/null 2>&1; report unknown_rc $?
+report state_after_bad "$(cat $SCX/state)"
+start_mosaic --stats 5 --stats-file /tmp/s.json || exit 1
+timed_hackbench hackbench_s -g 4 -l 100 || exit 1
+stress-ng --affinity 2 --affinity-rand --cpu 2 --switch 2 --fork 1 --yield 1 \
+    --aggressive --timeout 30s >/tmp/stress.out 2>&1
+report stress_rc $?
+tail -n 3 /tmp/stress.out
+report state_after_stress "$(cat $SCX/state)"
+stop_mosaic
+report_json stats /tmp/s.json
+"""
+
+
+@pytest.fixture(scope="module")
+def lifecycle():
+    return boot("1llc", LIFECYCLE)
+
+
+def test_bad_flags_exit_with_one_line_and_load_nothing(lifecycle):
+    assert lifecycle["badflag_rc"] == "2"
+    assert lifecycle["badflag_lines"] == "1"
+    assert "--shard-size" in lifecycle["badflag_msg"]
+    assert lifecycle["unknown_rc"] == "2"
+    assert lifecycle["state_after_bad"] == "disabled"
+
+
+def test_loads_survives_load_and_unregisters(lifecycle):
+    g = lifecycle
+    assert g.rc == 0, g.out
+    assert g["ops"].startswith("mosaic"), g["ops"]
+    assert g["state_running"] == "enabled"
+    assert float(g["hackbench_s"]) > 0
+    assert g["stress_rc"] == "0", g.out
+    assert g["state_after_stress"] == "enabled", "scheduler left during stress-ng"
+    assert g["mosaic_rc"] == "0", g.out
+    assert g["state_after"] == "disabled"
+    s = g.json["stats"]
+    assert_not_ejected(g, s)
+    assert s["exit"]["kind_name"] == "unregistered", s["exit"]
+
+
+def test_counters_move_and_agree(lifecycle):
+    s = lifecycle.json["stats"]
+    for key in ("direct_dispatches", "shard_enqueues", "shard_pulls_local", "cpu_enqueues"):
+        assert s[key] > 0, f"{key} is 0: {s}"
+    assert_counters_consistent(s)
+
+
+def test_sibling_shards_are_pulled_on_2llc_smt():
+    g = boot("2llc-smt", r"""
+. /mosaic/guest/lib.sh
+start_mosaic --shard-size 2 --stats 0 --stats-file /tmp/s.json || exit 1
+timed_hackbench hackbench_s -g 4 -l 100 || exit 1
+stop_mosaic
+report_json stats /tmp/s.json
+""")
+    assert g.rc == 0, g.out
+    s = g.json["stats"]
+    assert_not_ejected(g, s)
+    assert s["exit"]["kind_name"] == "unregistered"
+    # 2 LLCs of 4 CPUs, shards of one SMT core each
+    assert len(s["llcs"]) == 2 and len(s["shards"]) == 4, s["shards"]
+    assert all(len(shard) == 2 for shard in s["shards"])
+    assert all(n > 0 for n in s["shard_enqueues_per_shard"]), s["shard_enqueues_per_shard"]
+    assert s["shard_pulls_sibling"] > 0, s
+    assert_counters_consistent(s)
+
+
+def test_no_shared_runq_never_touches_shards():
+    g = boot("1llc", r"""
+. /mosaic/guest/lib.sh
+start_mosaic --no-shared-runq --stats 0 --stats-file /tmp/s.json || exit 1
+timed_hackbench hackbench_s -g 4 -l 50 || exit 1
+stop_mosaic
+report_json stats /tmp/s.json
+""")
+    assert g.rc == 0, g.out
+    s = g.json["stats"]
+    assert_not_ejected(g, s)
+    assert s["shard_enqueues"] == 0 and s["shard_pulls_sibling"] == 0
+    assert s["cpu_enqueues"] > 0 and s["cpu_pulls"] > 0
+    assert_counters_consistent(s)
+
+
+def test_watchdog_ejection_is_detected_and_reported():
+    g = boot("1llc", r"""
+. /mosaic/guest/lib.sh
+start_mosaic --timeout-ms 3000 --debug-drop-comm mosaic-victim --stats 0 \
+    --stats-file /tmp/s.json || exit 1
+printf '#!/bin/sh\nwhile :; do sleep 0.2; done\n' >/tmp/mosaic-victim
+chmod +x /tmp/mosaic-victim
+/tmp/mosaic-victim &
+wait_mosaic_exit 120
+report_json stats /tmp/s.json
+""")
+    assert g["mosaic_rc"] == "1", g.out
+    assert g["state_after"] == "disabled"
+    assert "watchdog stall" in g.out
+    s = g.json["stats"]
+    assert s["exit"]["kind"] == 1026, s["exit"]
+    assert s["debug_drops"] >= 1
+
+
+def test_host_without_sched_ext_gets_one_line():
+    if Path("/sys/kernel/sched_ext").exists():
+        pytest.skip("this host has sched_ext; covered by the unit test of preflight")
+    p = subprocess.run([str(BIN)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "no sched_ext" in p.stderr
