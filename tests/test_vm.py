@@ -71,7 +71,7 @@ report badflag_lines "$(wc -l </tmp/e1)"
 report badflag_msg "$(cat /tmp/e1)"
 scx_mosaic --no-such-flag >/dev/null 2>&1; report unknown_rc $?
 report state_after_bad "$(cat $SCX/state)"
-start_mosaic --stats 5 --stats-file /tmp/s.json || exit 1
+start_mosaic --stats 5 --bpf-stats --stats-file /tmp/s.json || exit 1
 timed_hackbench hackbench_s -g 4 -l 100 || exit 1
 stress-ng --affinity 2 --affinity-rand --cpu 2 --switch 2 --fork 1 --yield 1 \
     --aggressive --timeout 30s >/tmp/stress.out 2>&1
@@ -79,6 +79,7 @@ report stress_rc $?
 tail -n 3 /tmp/stress.out
 report state_after_stress "$(cat $SCX/state)"
 stop_mosaic
+report bpf_stats_after "$(cat /proc/sys/kernel/bpf_stats_enabled)"
 report_json stats /tmp/s.json
 """
 
@@ -116,6 +117,17 @@ def test_counters_move_and_agree(lifecycle):
     for key in ("direct_dispatches", "shard_enqueues", "shard_pulls_local", "cpu_enqueues"):
         assert s[key] > 0, f"{key} is 0: {s}"
     assert_counters_consistent(s)
+
+
+def test_bpf_costs_are_measured(lifecycle):
+    bpf = lifecycle.json["stats"]["bpf"]
+    progs = bpf["programs"]
+    for op in ("mosaic_enqueue", "mosaic_dispatch", "mosaic_select_cpu", "mosaic_running"):
+        assert progs[op]["run_cnt"] > 0, f"{op} never ran: {progs}"
+    assert bpf["calls"] == sum(p["run_cnt"] for p in progs.values())
+    assert bpf["ns_per_call"] > 0
+    # counted only while --bpf-stats had the kernel count: restored afterwards
+    assert lifecycle["bpf_stats_after"] == "0"
 
 
 def test_sibling_shards_are_pulled_on_2llc_smt():

@@ -58,6 +58,11 @@ struct Opts {
     #[arg(long, default_value_t = 0)]
     timeout_ms: u32,
 
+    /// Have the kernel time every BPF program (kernel.bpf_stats_enabled) while
+    /// running; the cost per call goes into the exit line and --stats-file.
+    #[arg(long)]
+    bpf_stats: bool,
+
     /// Test switch: lose every task with this command name, so that the
     /// kernel's watchdog ejects the scheduler.
     #[arg(long, hide = true, value_name = "COMM")]
@@ -219,13 +224,14 @@ impl<'a> Scheduler<'a> {
             .into_owned()
     }
 
-    /// Runs until a signal or an exit, printing stats; returns the exit.
+    /// Runs until a signal or an exit, printing stats; returns the exit, the
+    /// counters and the BPF programs' costs.
     fn run(
         &mut self,
         opts: &Opts,
         shutdown: &AtomicBool,
         started: Instant,
-    ) -> Result<(ExitInfo, Counters)> {
+    ) -> Result<(ExitInfo, Counters, stats::ProgCosts)> {
         let mut last = Counters::read(&self.skel, self.nr_shards)?;
         let mut last_at = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
@@ -243,7 +249,8 @@ impl<'a> Scheduler<'a> {
             }
         }
         let counters = Counters::read(&self.skel, self.nr_shards)?;
-        Ok((self.detach(), counters))
+        let costs = stats::bpf_prog_costs(&self.skel);
+        Ok((self.detach(), counters, costs))
     }
 }
 
@@ -270,6 +277,28 @@ fn preflight(sysfs: &Path, euid: u32) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// kernel.bpf_stats_enabled set to 1 for as long as this lives, then restored.
+struct BpfStatsSysctl {
+    previous: String,
+}
+
+impl BpfStatsSysctl {
+    const PATH: &'static str = "/proc/sys/kernel/bpf_stats_enabled";
+
+    fn enable() -> Result<Self> {
+        let previous =
+            std::fs::read_to_string(Self::PATH).context("reading kernel.bpf_stats_enabled")?;
+        std::fs::write(Self::PATH, "1").context("enabling kernel.bpf_stats_enabled")?;
+        Ok(BpfStatsSysctl { previous })
+    }
+}
+
+impl Drop for BpfStatsSysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(Self::PATH, self.previous.trim());
+    }
 }
 
 /// Writes the final report as one JSON object.
@@ -351,6 +380,12 @@ fn run(opts: &Opts) -> Result<i32> {
     let started = Instant::now();
     let mut totals = Counters::default();
     let mut restarts = 0u32;
+    let mut prog_costs = Vec::new();
+    let _bpf_stats = if opts.bpf_stats {
+        Some(BpfStatsSysctl::enable()?)
+    } else {
+        None
+    };
     let (exit, topo, layout) = loop {
         // read afresh at every (re)start: after hotplug the CPU set differs
         let (topo, layout) = read_topology(opts)?;
@@ -358,8 +393,9 @@ fn run(opts: &Opts) -> Result<i32> {
         let mut sched = Scheduler::init(opts, &topo, &layout, &mut object)
             .context("loading the BPF scheduler")?;
         println!("scx_mosaic: attached; Ctrl-C to detach");
-        let (exit, counters) = sched.run(opts, &shutdown, started)?;
+        let (exit, counters, costs) = sched.run(opts, &shutdown, started)?;
         totals.add(&counters);
+        stats::add_costs(&mut prog_costs, &costs);
         if exit.is_ejection() {
             let dump = sched.dump();
             if !dump.is_empty() {
@@ -391,8 +427,17 @@ fn run(opts: &Opts) -> Result<i32> {
     );
     eprintln!("{line}");
 
+    let costs = stats::costs_json(&prog_costs);
+    if opts.bpf_stats {
+        eprintln!(
+            "scx_mosaic: BPF cost: {:.0} ns per call over {} calls",
+            costs["ns_per_call"].as_f64().unwrap_or(0.0),
+            costs["calls"]
+        );
+    }
     if let Some(path) = &opts.stats_file {
         let mut report = totals.to_json();
+        report.insert("bpf".into(), costs);
         report.insert("scheduler".into(), "mosaic".into());
         report.insert("exit".into(), exit.to_json());
         report.insert("runtime_s".into(), started.elapsed().as_secs_f64().into());
@@ -410,8 +455,21 @@ fn run(opts: &Opts) -> Result<i32> {
     Ok(0)
 }
 
+/// libbpf messages, less two that every load on a newer or older kernel than
+/// the headers prints and that mean nothing is wrong.
+fn libbpf_print(_level: libbpf_rs::PrintLevel, msg: String) {
+    const BENIGN: [&str; 2] = [
+        "not found in kernel, skipping it as it's set to zero",
+        "BPF map skeleton link is uninitialized",
+    ];
+    if !BENIGN.iter().any(|b| msg.contains(b)) {
+        eprint!("{msg}");
+    }
+}
+
 fn main() {
     let opts = parse_opts();
+    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
     match run(&opts) {
         Ok(code) => std::process::exit(code),
         Err(e) => {

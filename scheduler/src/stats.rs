@@ -4,8 +4,10 @@
 use crate::bpf_intf;
 use crate::bpf_skel::BpfSkel;
 use anyhow::{Context, Result};
+use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, MapFlags};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
+use std::os::fd::{AsFd, AsRawFd};
 
 /// JSON name of each counter, indexed by enum mosaic_stat (intf.h).
 pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usize] = [
@@ -126,6 +128,59 @@ impl Counters {
     }
 }
 
+/// Per BPF program: (name, runs, total ns).
+pub type ProgCosts = Vec<(String, u64, u64)>;
+
+/// Kernel-measured cost of each BPF program: (name, runs, total ns).
+/// The kernel counts only while kernel.bpf_stats_enabled is 1 (--bpf-stats).
+pub fn bpf_prog_costs(skel: &BpfSkel) -> ProgCosts {
+    skel.object()
+        .progs()
+        .filter_map(|prog| {
+            let mut info: libbpf_rs::libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of_val(&info) as u32;
+            let ret = unsafe {
+                libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
+                    prog.as_fd().as_raw_fd(),
+                    &mut info as *mut _ as *mut std::ffi::c_void,
+                    &mut len,
+                )
+            };
+            (ret == 0).then(|| {
+                (
+                    prog.name().to_string_lossy().into_owned(),
+                    info.run_cnt,
+                    info.run_time_ns,
+                )
+            })
+        })
+        .collect()
+}
+
+/// Adds @other's per-program costs into @totals, by program name.
+pub fn add_costs(totals: &mut ProgCosts, other: &[(String, u64, u64)]) {
+    for (name, cnt, ns) in other {
+        match totals.iter_mut().find(|(n, _, _)| n == name) {
+            Some(t) => {
+                t.1 += cnt;
+                t.2 += ns;
+            }
+            None => totals.push((name.clone(), *cnt, *ns)),
+        }
+    }
+}
+
+/// Per-program costs as JSON, with the mean ns per call over all programs.
+pub fn costs_json(costs: &[(String, u64, u64)]) -> Value {
+    let calls: u64 = costs.iter().map(|c| c.1).sum();
+    let ns: u64 = costs.iter().map(|c| c.2).sum();
+    let progs: Map<String, Value> = costs
+        .iter()
+        .map(|(name, cnt, ns)| (name.clone(), json!({"run_cnt": cnt, "run_time_ns": ns})))
+        .collect();
+    json!({"programs": progs, "calls": calls, "ns_per_call": if calls > 0 { ns as f64 / calls as f64 } else { 0.0 }})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +196,21 @@ mod tests {
         let mut names: Vec<&str> = STAT_NAMES.iter().map(|(_, n)| *n).collect();
         names.dedup();
         assert_eq!(names.len(), STAT_NAMES.len());
+    }
+
+    #[test]
+    fn bpf_costs_add_by_name_and_average_over_calls() {
+        let mut t = vec![("a".to_string(), 1, 100)];
+        add_costs(&mut t, &[("a".into(), 3, 300), ("b".into(), 4, 1600)]);
+        assert_eq!(
+            t,
+            vec![("a".to_string(), 4, 400), ("b".to_string(), 4, 1600)]
+        );
+        let j = costs_json(&t);
+        assert_eq!(j["calls"], 8);
+        assert_eq!(j["ns_per_call"], 250.0);
+        assert_eq!(j["programs"]["b"]["run_time_ns"], 1600);
+        assert_eq!(costs_json(&[])["ns_per_call"], 0.0);
     }
 
     #[test]

@@ -16,10 +16,10 @@ report_json() { echo "@@JSON $1@@"; cat "$2"; echo "@@END@@"; }
 
 # Wait up to $2 seconds for the sched_ext state to read $1.
 wait_state() {
-    i=0
+    local n=0
     while [ "$(cat $SCX/state)" != "$1" ]; do
-        i=$((i + 1))
-        [ $i -gt $(($2 * 10)) ] && return 1
+        n=$((n + 1))
+        [ $n -gt $(($2 * 10)) ] && return 1
         sleep 0.1
     done
 }
@@ -39,6 +39,7 @@ start_mosaic() {
 
 # Send SIGINT to scx_mosaic, wait for it, report its exit status and log.
 stop_mosaic() {
+    local rc
     kill -INT $MOSAIC_PID 2>/dev/null
     wait $MOSAIC_PID
     rc=$?
@@ -51,10 +52,10 @@ stop_mosaic() {
 
 # Wait for scx_mosaic to exit on its own (up to $1 s); report status and log.
 wait_mosaic_exit() {
-    i=0
+    local n=0
     while kill -0 $MOSAIC_PID 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt $(($1 * 10)) ]; then
+        n=$((n + 1))
+        if [ $n -gt $(($1 * 10)) ]; then
             report mosaic_rc timeout
             return 1
         fi
@@ -68,11 +69,10 @@ wait_mosaic_exit() {
     echo "----"
 }
 
-# Run hackbench (args as given) and report its wall time in seconds as @@$1@@.
+# Run hackbench with args $2..., report the time it prints (seconds) as @@$1@@.
 timed_hackbench() {
-    name=$1
+    local name=$1 t
     shift
-    t0=$(date +%s.%N 2>/dev/null || date +%s)
     hackbench "$@" >/tmp/hb.out 2>&1 || { cat /tmp/hb.out; return 1; }
     t=$(sed -n 's/^Time: *//p' /tmp/hb.out)
     report "$name" "$t"

@@ -137,35 +137,36 @@ static __always_inline bool dsq_head_vtime(u64 dsq_id, u64 *vtime)
 	return true;
 }
 
+/* Move the first task @cpu may run from @dsq to its local DSQ; count it. */
+static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat)
+{
+	if (!scx_bpf_dsq_move_to_local(dsq, 0))
+		return false;
+	stat_inc(stat);
+	return true;
+}
+
 /*
  * Take work from @cpu's own queue or its own shard, whichever holds the
  * older (smaller vtime) head, falling back to the other. True if a task
- * was moved to @cpu's local DSQ.
+ * was moved to @cpu's local DSQ. The own queue is usually empty (it holds
+ * only pinned tasks), so that case costs one lock-free length read.
  */
 static __always_inline bool pull_own_queues(s32 cpu)
 {
 	u64 own = cpu_dsq_id(cpu), shard = shard_dsq_id(shard_of(cpu));
-	u64 own_vtime = 0, shard_vtime = 0;
-	bool has_own, has_shard;
+	u64 own_vtime, shard_vtime;
 
-	has_own = dsq_head_vtime(own, &own_vtime);
-	has_shard = !no_shared_runq && dsq_head_vtime(shard, &shard_vtime);
-
-	if (has_own && (!has_shard || !time_before(shard_vtime, own_vtime))) {
-		if (scx_bpf_dsq_move_to_local(own, 0)) {
-			stat_inc(STAT_CPU_PULLS);
-			return true;
-		}
-	}
-	if (has_shard && scx_bpf_dsq_move_to_local(shard, 0)) {
-		stat_inc(STAT_SHARD_PULLS_LOCAL);
-		return true;
-	}
-	if (has_own && scx_bpf_dsq_move_to_local(own, 0)) {
-		stat_inc(STAT_CPU_PULLS);
-		return true;
-	}
-	return false;
+	if (!scx_bpf_dsq_nr_queued(own))
+		return !no_shared_runq && scx_bpf_dsq_nr_queued(shard) &&
+		       pull_from(shard, STAT_SHARD_PULLS_LOCAL);
+	if (no_shared_runq || !dsq_head_vtime(shard, &shard_vtime) ||
+	    !dsq_head_vtime(own, &own_vtime) ||
+	    !time_before(shard_vtime, own_vtime))
+		return pull_from(own, STAT_CPU_PULLS) ||
+		       (!no_shared_runq && pull_from(shard, STAT_SHARD_PULLS_LOCAL));
+	return pull_from(shard, STAT_SHARD_PULLS_LOCAL) ||
+	       pull_from(own, STAT_CPU_PULLS);
 }
 
 /* Take work from the other shards of @cpu's LLC. True if a task moved. */
@@ -183,12 +184,9 @@ static __always_inline bool pull_sibling_shards(s32 cpu)
 		if (i >= MAX_SHARDS_PER_LLC)
 			break;
 		dsq = shard_dsq_id(first + (own + i) % n);
-		if (!scx_bpf_dsq_nr_queued(dsq))
-			continue;
-		if (scx_bpf_dsq_move_to_local(dsq, 0)) {
-			stat_inc(STAT_SHARD_PULLS_SIBLING);
+		if (scx_bpf_dsq_nr_queued(dsq) &&
+		    pull_from(dsq, STAT_SHARD_PULLS_SIBLING))
 			return true;
-		}
 	}
 	return false;
 }
