@@ -42,3 +42,4 @@ fmt:
 lint:
 	cargo fmt --check
 	cargo clippy --release -- -D warnings
+	clang-format-19 --dry-run -Werror scheduler/src/bpf/*.c scheduler/src/bpf/*.h

@@ -192,3 +192,36 @@ def test_host_without_sched_ext_gets_one_line():
     assert p.returncode == 1
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "no sched_ext" in p.stderr
+
+
+def test_cpu_hotplug_restarts_and_keeps_scheduling():
+    g = boot("1llc", r"""
+. /mosaic/guest/lib.sh
+# Wait up to 60 s until the scheduler has attached $1 times.
+attached() {
+    n=0
+    while [ "$(grep -c 'attached' $MOSAIC_LOG)" -lt "$1" ]; do
+        n=$((n + 1)); [ $n -gt 600 ] && return 1; sleep 0.1
+    done
+    wait_state enabled 60
+}
+start_mosaic --stats 0 --stats-file /tmp/s.json || exit 1
+echo 0 >/sys/devices/system/cpu/cpu3/online
+attached 2 || { echo "no restart after offline"; cat $MOSAIC_LOG; exit 1; }
+report online_after_offline "$(cat /sys/devices/system/cpu/online)"
+timed_hackbench hackbench_offline -g 2 -l 50 || exit 1
+echo 1 >/sys/devices/system/cpu/cpu3/online
+attached 3 || { echo "no restart after online"; cat $MOSAIC_LOG; exit 1; }
+timed_hackbench hackbench_online -g 2 -l 50 || exit 1
+stop_mosaic
+report_json stats /tmp/s.json
+""")
+    assert g.rc == 0, g.out
+    assert g["online_after_offline"] == "0-2"
+    assert g["mosaic_rc"] == "0", g.out
+    s = g.json["stats"]
+    assert_not_ejected(g, s)
+    assert s["restarts"] == 2, s
+    assert s["exit"]["kind_name"] == "unregistered"
+    assert s["shard_enqueues"] > 0
+    assert_counters_consistent(s)

@@ -35,17 +35,17 @@ enum mosaic_stat {
 	STAT_DIRECT_DISPATCHES,	  /* wakeup placed straight on an idle CPU */
 	STAT_SHARD_ENQUEUES,	  /* task queued on a shard of its LLC */
 	STAT_SHARD_PULLS_LOCAL,	  /* CPU took a task from its own shard */
-	STAT_SHARD_PULLS_SIBLING, /* CPU took a task from another shard of its LLC */
+	STAT_SHARD_PULLS_SIBLING, /* CPU took a task from a sibling shard */
 	STAT_CPU_ENQUEUES,	  /* task queued on a per-CPU queue */
-	STAT_CPU_PULLS,		  /* CPU took a task from its own per-CPU queue */
-	STAT_IDLE_KICKS,	  /* idle CPU woken to pull a queued task */
-	STAT_DISPATCH_EMPTY,	  /* dispatch found nothing to run */
-	STAT_SIBLING_SCANS,	  /* dispatch looked at the sibling shards */
-	STAT_WAKE_PREV_IDLE,	  /* wakeup found prev CPU idle */
-	STAT_WAKE_LLC_IDLE,	  /* wakeup found another idle CPU in prev's LLC */
-	STAT_WAKE_REMOTE_IDLE,	  /* wakeup found an idle CPU outside prev's LLC */
-	STAT_WAKE_BUSY,		  /* wakeup found no idle CPU: task will queue */
-	STAT_DEBUG_DROPS,	  /* tasks lost on purpose by --debug-drop-comm */
+	STAT_CPU_PULLS,	       /* CPU took a task from its own per-CPU queue */
+	STAT_IDLE_KICKS,       /* idle CPU woken to pull a queued task */
+	STAT_DISPATCH_EMPTY,   /* dispatch found nothing to run */
+	STAT_SIBLING_SCANS,    /* dispatch looked at the sibling shards */
+	STAT_WAKE_PREV_IDLE,   /* wakeup found prev CPU idle */
+	STAT_WAKE_LLC_IDLE,    /* wakeup found another idle CPU in prev's LLC */
+	STAT_WAKE_REMOTE_IDLE, /* wakeup found an idle CPU outside prev's LLC */
+	STAT_WAKE_BUSY,	       /* wakeup found no idle CPU: task will queue */
+	STAT_DEBUG_DROPS,      /* tasks lost on purpose by --debug-drop-comm */
 	NR_MOSAIC_STATS,
 };
 

@@ -111,14 +111,16 @@ void BPF_STRUCT_OPS(mosaic_exit, struct scx_exit_info *ei)
 	UEI_RECORD(uei, ei);
 }
 
+/* clang-format off */
 SCX_OPS_DEFINE(mosaic_ops,
-	       .select_cpu = (void *)mosaic_select_cpu,
-	       .enqueue = (void *)mosaic_enqueue,
-	       .dispatch = (void *)mosaic_dispatch,
-	       .running = (void *)mosaic_running,
-	       .stopping = (void *)mosaic_stopping,
-	       .enable = (void *)mosaic_enable,
-	       .init_task = (void *)mosaic_init_task,
-	       .init = (void *)mosaic_init,
-	       .exit = (void *)mosaic_exit,
-	       .name = "mosaic");
+	       .select_cpu	= (void *)mosaic_select_cpu,
+	       .enqueue		= (void *)mosaic_enqueue,
+	       .dispatch	= (void *)mosaic_dispatch,
+	       .running		= (void *)mosaic_running,
+	       .stopping	= (void *)mosaic_stopping,
+	       .enable		= (void *)mosaic_enable,
+	       .init_task	= (void *)mosaic_init_task,
+	       .init		= (void *)mosaic_init,
+	       .exit		= (void *)mosaic_exit,
+	       .name		= "mosaic");
+/* clang-format on */

@@ -14,19 +14,20 @@
 #include "intf.h"
 
 /* Tunables: set from Rust before load, read-only afterwards. */
-const volatile u32 nr_cpu_ids = 1;	 /* CPUs with ids below this exist */
-const volatile u32 nr_llcs = 1;		 /* LLCs, numbered 0..nr_llcs-1 */
-const volatile u32 nr_shards = 1;	 /* shards over all LLCs */
-const volatile u64 slice_ns = 5000000;	 /* time slice given to each task */
-const volatile bool no_shared_runq;	 /* seed 000's NO_SHARED_RUNQ baseline */
-const volatile bool smt_enabled;	 /* some core has several hardware threads */
-const volatile char debug_drop_comm[MAX_COMM]; /* test switch: lose tasks named so */
+const volatile u32 nr_cpu_ids = 1;     /* CPUs with ids below this exist */
+const volatile u32 nr_llcs = 1;	       /* LLCs, numbered 0..nr_llcs-1 */
+const volatile u32 nr_shards = 1;      /* shards over all LLCs */
+const volatile u64 slice_ns = 5000000; /* time slice given to each task */
+const volatile bool no_shared_runq;    /* seed 000's NO_SHARED_RUNQ baseline */
+const volatile bool smt_enabled;       /* some core has several threads */
+/* test switch: lose every task with this command name */
+const volatile char debug_drop_comm[MAX_COMM];
 
 /* Topology tables, filled by Rust (topology.rs) */
-const volatile u32 cpu_llc[MAX_CPUS];		 /* LLC index of each CPU */
-const volatile u32 cpu_shard[MAX_CPUS];		 /* global shard index of each CPU */
-const volatile u32 llc_first_shard[MAX_LLCS];	 /* first global shard of an LLC */
-const volatile u32 llc_nr_shards[MAX_LLCS];	 /* shards in an LLC */
+const volatile u32 cpu_llc[MAX_CPUS];	/* LLC index of each CPU */
+const volatile u32 cpu_shard[MAX_CPUS]; /* global shard index of each CPU */
+const volatile u32 llc_first_shard[MAX_LLCS]; /* first global shard of an LLC */
+const volatile u32 llc_nr_shards[MAX_LLCS];   /* shards in an LLC */
 
 UEI_DEFINE(uei);
 

@@ -56,14 +56,15 @@ static s32 shard_init(void)
 	s32 ret;
 	u32 i;
 
-	bpf_for(i, 0, nr_cpu_ids) {
+	bpf_for (i, 0, nr_cpu_ids) {
 		ret = scx_bpf_create_dsq(cpu_dsq_id(i), -1);
 		if (ret) {
-			scx_bpf_error("cannot create the queue of CPU %u: %d", i, ret);
+			scx_bpf_error("cannot create the queue of CPU %u: %d",
+				      i, ret);
 			return ret;
 		}
 	}
-	bpf_for(i, 0, nr_shards) {
+	bpf_for (i, 0, nr_shards) {
 		ret = scx_bpf_create_dsq(shard_dsq_id(i), -1);
 		if (ret) {
 			scx_bpf_error("cannot create shard %u: %d", i, ret);
@@ -164,7 +165,8 @@ static __always_inline bool pull_own_queues(s32 cpu)
 	    !dsq_head_vtime(own, &own_vtime) ||
 	    !time_before(shard_vtime, own_vtime))
 		return pull_from(own, STAT_CPU_PULLS) ||
-		       (!no_shared_runq && pull_from(shard, STAT_SHARD_PULLS_LOCAL));
+		       (!no_shared_runq &&
+			pull_from(shard, STAT_SHARD_PULLS_LOCAL));
 	return pull_from(shard, STAT_SHARD_PULLS_LOCAL) ||
 	       pull_from(own, STAT_CPU_PULLS);
 }
@@ -180,7 +182,7 @@ static __always_inline bool pull_sibling_shards(s32 cpu)
 		return false;
 
 	stat_inc(STAT_SIBLING_SCANS);
-	bpf_for(i, 1, n) {
+	bpf_for (i, 1, n) {
 		if (i >= MAX_SHARDS_PER_LLC)
 			break;
 		dsq = shard_dsq_id(first + (own + i) % n);

@@ -32,13 +32,14 @@ static s32 topo_init(void)
 	struct llc_mask *m;
 	u32 llc, cpu;
 
-	bpf_for(llc, 0, nr_llcs) {
+	bpf_for (llc, 0, nr_llcs) {
 		m = bpf_map_lookup_elem(&llc_masks, &llc);
 		mask = bpf_cpumask_create();
 		if (!m || !mask) {
 			if (mask)
 				bpf_cpumask_release(mask);
-			scx_bpf_error("cannot allocate the mask of LLC %u", llc);
+			scx_bpf_error("cannot allocate the mask of LLC %u",
+				      llc);
 			return -ENOMEM;
 		}
 		old = bpf_kptr_xchg(&m->cpus, mask);
@@ -47,7 +48,7 @@ static s32 topo_init(void)
 	}
 
 	bpf_rcu_read_lock();
-	bpf_for(cpu, 0, nr_cpu_ids) {
+	bpf_for (cpu, 0, nr_cpu_ids) {
 		llc = llc_of(cpu);
 		m = bpf_map_lookup_elem(&llc_masks, &llc);
 		if (m && m->cpus)
