@@ -33,13 +33,13 @@ unit-test: build
 vm-test: build
 	python3 -m pytest -v tests/
 
-test: unit-test vm-test
+test: lint unit-test vm-test
 
 fmt:
 	cargo fmt
 	clang-format-19 -i scheduler/src/bpf/*.c scheduler/src/bpf/*.h
 
-lint:
+lint: build
 	cargo fmt --check
 	cargo clippy --release -- -D warnings
 	clang-format-19 --dry-run -Werror scheduler/src/bpf/*.c scheduler/src/bpf/*.h
