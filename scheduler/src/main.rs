@@ -32,9 +32,10 @@ const EXAMPLES: &str = "Examples:
 #[derive(Debug, Parser)]
 #[command(name = "scx_mosaic", version, after_help = EXAMPLES)]
 struct Opts {
-    /// CPUs per shard of each LLC's shared runqueue (SMT cores are never split).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=512))]
-    shard_size: u32,
+    /// CPUs per shard of each LLC's shared runqueue (SMT cores are never
+    /// split). Default: the CPUs sharing an L2, clamped to 2..=8.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=512))]
+    shard_size: Option<u32>,
 
     /// Queue every task on its CPU's own queue; idle CPUs pull from no other
     /// (seed 000's NO_SHARED_RUNQ baseline).
@@ -341,8 +342,12 @@ fn read_topology(opts: &Opts) -> Result<(Topology, ShardLayout)> {
             bpf_intf::mosaic_limits_MAX_LLCS
         );
     }
+    let shard_size = match opts.shard_size {
+        Some(n) => n as usize,
+        None => topo.default_shard_size(),
+    };
     let layout = topo.shard_layout(
-        opts.shard_size as usize,
+        shard_size,
         bpf_intf::mosaic_limits_MAX_SHARDS_PER_LLC as usize,
     );
     if layout.shards.len() > bpf_intf::mosaic_limits_MAX_SHARDS as usize {
@@ -442,7 +447,7 @@ fn run(opts: &Opts) -> Result<i32> {
         report.insert("exit".into(), exit.to_json());
         report.insert("runtime_s".into(), started.elapsed().as_secs_f64().into());
         report.insert("restarts".into(), restarts.into());
-        report.insert("shard_size".into(), opts.shard_size.into());
+        report.insert("shard_size".into(), layout.shard_size.into());
         report.insert("no_shared_runq".into(), opts.no_shared_runq.into());
         report.insert("shards".into(), serde_json::to_value(&layout.shards)?);
         report.insert("llcs".into(), serde_json::to_value(&topo.llcs)?);

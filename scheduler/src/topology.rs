@@ -41,6 +41,8 @@ pub struct Topology {
 /// How the shared runqueue splits each LLC.
 #[derive(Debug, Clone, Serialize)]
 pub struct ShardLayout {
+    /// The shard size asked for, in CPUs.
+    pub shard_size: usize,
     /// CPUs of each shard, shards of one LLC contiguous.
     pub shards: Vec<Vec<usize>>,
     /// First shard of each LLC.
@@ -196,10 +198,21 @@ impl Topology {
         self.cpus.iter().find(|c| c.id == id)
     }
 
+    /// The shard size used when none is given: the CPUs that share an L2
+    /// (one SMT core on most x86 parts, a 4-core module on some), at least 2
+    /// and at most 8. Queue operations between CPUs sharing an L2 are cheap
+    /// (seed 001), and small shards contend least (seed 000).
+    pub fn default_shard_size(&self) -> usize {
+        let mut sizes: Vec<usize> = self.l2s.iter().map(|l| l.len()).collect();
+        sizes.sort_unstable();
+        sizes.get(sizes.len() / 2).copied().unwrap_or(1).clamp(2, 8)
+    }
+
     /// Splits each LLC into shards of about @shard_size CPUs, never splitting
     /// an SMT core, with shard sizes within one core of each other.
     pub fn shard_layout(&self, shard_size: usize, max_per_llc: usize) -> ShardLayout {
         let mut layout = ShardLayout {
+            shard_size,
             shards: Vec::new(),
             llc_first_shard: Vec::new(),
             llc_nr_shards: Vec::new(),
@@ -331,6 +344,17 @@ pub mod tests {
         let mut all: Vec<usize> = l.shards.concat();
         all.sort_unstable();
         assert_eq!(all, (0..16).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn default_shard_is_an_l2_group_of_2_to_8_cpus() {
+        assert_eq!(topo(8, 4, true, 1).default_shard_size(), 2);
+        assert_eq!(topo(4, 4, false, 1).default_shard_size(), 2);
+        let mut t = topo(16, 16, false, 1);
+        t.l2s = (0..4).map(|i| (i * 4..i * 4 + 4).collect()).collect();
+        assert_eq!(t.default_shard_size(), 4);
+        t.l2s = vec![(0..16).collect()];
+        assert_eq!(t.default_shard_size(), 8);
     }
 
     #[test]
