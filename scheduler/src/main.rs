@@ -42,6 +42,21 @@ struct Opts {
     #[arg(long)]
     no_shared_runq: bool,
 
+    /// Disable seed 001's L2 scoping: the whole LLC is the first idle-search
+    /// domain and the domain a waker inserts into directly.
+    #[arg(long)]
+    no_l2_locality: bool,
+
+    /// Disable seed 002's prev-first check on asymmetric machines: wakeups
+    /// go straight to the capacity search, starting at the waker's CPU.
+    #[arg(long)]
+    no_prev_first: bool,
+
+    /// Declare CPU capacities (1..=1024), e.g. "0-3:1024,4-7:446", on
+    /// machines and VMs that report none; CPUs not named keep theirs.
+    #[arg(long, value_name = "LIST")]
+    cpu_capacity: Option<String>,
+
     /// Time slice in microseconds.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     slice_us: u64,
@@ -156,6 +171,12 @@ impl<'a> Scheduler<'a> {
         if opts.timeout_ms > 0 {
             open.struct_ops.mosaic_ops_mut().timeout_ms = opts.timeout_ms;
         }
+        // let the kernel queue remote wakeups where it can (seed 001's other half)
+        if let Ok(flag) =
+            scx_utils::compat::read_enum("scx_ops_flags", "SCX_OPS_ALLOW_QUEUED_WAKEUP")
+        {
+            open.struct_ops.mosaic_ops_mut().flags |= flag;
+        }
 
         let ro = open.maps.rodata_data.as_mut().unwrap();
         ro.nr_cpu_ids = topo.nr_cpu_ids as u32;
@@ -164,8 +185,14 @@ impl<'a> Scheduler<'a> {
         ro.slice_ns = opts.slice_us * 1000;
         ro.no_shared_runq = opts.no_shared_runq;
         ro.smt_enabled = topo.smt();
+        ro.asym_capacity = topo.asymmetric();
+        ro.no_l2_locality = opts.no_l2_locality;
+        ro.no_prev_first = opts.no_prev_first;
+        ro.nr_l2s = topo.l2s.len() as u32;
         for cpu in &topo.cpus {
             ro.cpu_llc[cpu.id] = cpu.llc as u32;
+            ro.cpu_l2[cpu.id] = cpu.l2 as u32;
+            ro.cpu_capacity[cpu.id] = cpu.capacity;
         }
         for (shard, cpus) in layout.shards.iter().enumerate() {
             for &cpu in cpus {
@@ -327,12 +354,22 @@ fn parse_opts() -> Opts {
 
 /// Reads the topology and lays out the shards, within the BPF limits.
 fn read_topology(opts: &Opts) -> Result<(Topology, ShardLayout)> {
-    let topo = Topology::from_sysfs().context("reading the CPU topology")?;
+    let mut topo = Topology::from_sysfs().context("reading the CPU topology")?;
+    if let Some(spec) = &opts.cpu_capacity {
+        topo.set_capacities(spec)?;
+    }
     if topo.nr_cpu_ids > bpf_intf::mosaic_limits_MAX_CPUS as usize {
         bail!(
             "{} CPUs: more than the {} supported",
             topo.nr_cpu_ids,
             bpf_intf::mosaic_limits_MAX_CPUS
+        );
+    }
+    if topo.l2s.len() > bpf_intf::mosaic_limits_MAX_L2S as usize {
+        bail!(
+            "{} L2 groups: more than the {} supported",
+            topo.l2s.len(),
+            bpf_intf::mosaic_limits_MAX_L2S
         );
     }
     if topo.llcs.len() > bpf_intf::mosaic_limits_MAX_LLCS as usize {

@@ -11,10 +11,6 @@ use std::os::fd::{AsFd, AsRawFd};
 
 /// JSON name of each counter, indexed by enum mosaic_stat (intf.h).
 pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usize] = [
-    (
-        bpf_intf::mosaic_stat_STAT_DIRECT_DISPATCHES,
-        "direct_dispatches",
-    ),
     (bpf_intf::mosaic_stat_STAT_SHARD_ENQUEUES, "shard_enqueues"),
     (
         bpf_intf::mosaic_stat_STAT_SHARD_PULLS_LOCAL,
@@ -26,16 +22,38 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
     ),
     (bpf_intf::mosaic_stat_STAT_CPU_ENQUEUES, "cpu_enqueues"),
     (bpf_intf::mosaic_stat_STAT_CPU_PULLS, "cpu_pulls"),
-    (bpf_intf::mosaic_stat_STAT_IDLE_KICKS, "idle_kicks"),
+    (bpf_intf::mosaic_stat_STAT_KICKS, "kicks"),
     (bpf_intf::mosaic_stat_STAT_DISPATCH_EMPTY, "dispatch_empty"),
     (bpf_intf::mosaic_stat_STAT_SIBLING_SCANS, "sibling_scans"),
-    (bpf_intf::mosaic_stat_STAT_WAKE_PREV_IDLE, "wake_prev_idle"),
+    (bpf_intf::mosaic_stat_STAT_PREV_KEPT, "prev_kept"),
+    (
+        bpf_intf::mosaic_stat_STAT_PREV_REJECTED_CAPACITY,
+        "prev_rejected_capacity",
+    ),
+    (bpf_intf::mosaic_stat_STAT_WAKE_SYNC, "wake_sync"),
+    (bpf_intf::mosaic_stat_STAT_WAKE_L2_IDLE, "wake_l2_idle"),
     (bpf_intf::mosaic_stat_STAT_WAKE_LLC_IDLE, "wake_llc_idle"),
     (
         bpf_intf::mosaic_stat_STAT_WAKE_REMOTE_IDLE,
         "wake_remote_idle",
     ),
+    (bpf_intf::mosaic_stat_STAT_WAKE_CAPACITY, "wake_capacity"),
     (bpf_intf::mosaic_stat_STAT_WAKE_BUSY, "wake_busy"),
+    (
+        bpf_intf::mosaic_stat_STAT_DIRECT_DISPATCHES,
+        "direct_dispatches",
+    ),
+    (
+        bpf_intf::mosaic_stat_STAT_INSERT_DIRECT_L2,
+        "insert_direct_l2",
+    ),
+    (
+        bpf_intf::mosaic_stat_STAT_INSERT_DIRECT_WIDE,
+        "insert_direct_wide",
+    ),
+    (bpf_intf::mosaic_stat_STAT_INSERT_QUEUED, "insert_queued"),
+    (bpf_intf::mosaic_stat_STAT_MIGRATIONS, "migrations"),
+    (bpf_intf::mosaic_stat_STAT_MISFIT_MOVES, "misfit_moves"),
     (bpf_intf::mosaic_stat_STAT_DEBUG_DROPS, "debug_drops"),
 ];
 
@@ -122,7 +140,7 @@ impl Counters {
             r("shard_pulls_local"),
             r("shard_pulls_sibling"),
             r("cpu_enqueues"),
-            r("idle_kicks"),
+            r("kicks"),
             r("dispatch_empty"),
         )
     }

@@ -187,6 +187,45 @@ impl Topology {
         })
     }
 
+    /// Whether CPUs differ in capacity (big.LITTLE, hybrid, or --cpu-capacity).
+    pub fn asymmetric(&self) -> bool {
+        self.cpus
+            .iter()
+            .any(|c| c.capacity != self.cpus[0].capacity)
+    }
+
+    /// Overrides CPU capacities with "RANGE:CAP,..." (e.g. "0-3:1024,4-7:446"),
+    /// for machines and VMs whose firmware reports none. CPUs not named keep
+    /// theirs. Rejects malformed entries, capacities outside 1..=1024,
+    /// CPUs named twice and CPUs that are not online.
+    pub fn set_capacities(&mut self, spec: &str) -> Result<()> {
+        let mut seen = Vec::new();
+        for entry in spec.split(',') {
+            let Some((range, cap)) = entry.split_once(':') else {
+                bail!("bad --cpu-capacity entry {entry:?}: expected CPUS:CAPACITY, e.g. 0-3:1024");
+            };
+            if range.contains(',') || range.trim().is_empty() {
+                bail!("bad --cpu-capacity entry {entry:?}: expected a CPU or a range before ':'");
+            }
+            let cpus = cpulist::parse(range)?;
+            let cap: u32 = match cap.trim().parse() {
+                Ok(c) if (1..=1024).contains(&c) => c,
+                _ => bail!("bad --cpu-capacity entry {entry:?}: capacity must be 1 to 1024"),
+            };
+            for id in cpus {
+                if seen.contains(&id) {
+                    bail!("bad --cpu-capacity: CPU {id} is given twice");
+                }
+                seen.push(id);
+                match self.cpus.iter_mut().find(|c| c.id == id) {
+                    Some(c) => c.capacity = cap,
+                    None => bail!("bad --cpu-capacity: CPU {id} is not an online CPU"),
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether some core runs several hardware threads.
     pub fn smt(&self) -> bool {
         self.cores.iter().any(|c| c.len() > 1)
@@ -365,6 +404,37 @@ pub mod tests {
         assert_eq!(l.shards, vec![vec![0, 1, 2], vec![3, 4, 5]]);
         let l = t.shard_layout(1, 4);
         assert_eq!(l.llc_nr_shards, vec![4]);
+    }
+
+    #[test]
+    fn capacity_overrides_make_a_machine_asymmetric() {
+        let mut t = topo(8, 4, true, 1);
+        assert!(!t.asymmetric());
+        t.set_capacities("0-3:1024,4-7:446").unwrap();
+        assert!(t.asymmetric());
+        assert_eq!(t.cpu(5).unwrap().capacity, 446);
+        assert_eq!(t.cpu(0).unwrap().capacity, 1024);
+        t.set_capacities("6:512").unwrap();
+        assert_eq!(t.cpu(6).unwrap().capacity, 512);
+        assert_eq!(t.cpu(7).unwrap().capacity, 446);
+    }
+
+    #[test]
+    fn bad_capacity_overrides_are_refused() {
+        let mut t = topo(8, 4, true, 1);
+        for (bad, why) in [
+            ("0-3", "expected CPUS:CAPACITY"),
+            ("0-3:0", "1 to 1024"),
+            ("0-3:2048", "1 to 1024"),
+            ("0-3:big", "1 to 1024"),
+            ("0-3:1024,3:446", "given twice"),
+            ("8:100", "not an online CPU"),
+            ("3-1:100", "runs backwards"),
+            (":100", "a CPU or a range"),
+        ] {
+            let err = t.set_capacities(bad).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 enum mosaic_limits {
 	MAX_CPUS = 512,
 	MAX_LLCS = 64,
+	MAX_L2S = 256,
 	MAX_SHARDS = 256,
 	/* an LLC is split into at most this many shards */
 	MAX_SHARDS_PER_LLC = 64,
@@ -32,20 +33,33 @@ enum mosaic_dsq {
  * CPUs; their JSON names are the lower-case names without the prefix.
  */
 enum mosaic_stat {
-	STAT_DIRECT_DISPATCHES,	  /* wakeup placed straight on an idle CPU */
+	/* F1 shared runqueue (shard.bpf.c) */
 	STAT_SHARD_ENQUEUES,	  /* task queued on a shard of its LLC */
 	STAT_SHARD_PULLS_LOCAL,	  /* CPU took a task from its own shard */
 	STAT_SHARD_PULLS_SIBLING, /* CPU took a task from a sibling shard */
 	STAT_CPU_ENQUEUES,	  /* task queued on a per-CPU queue */
-	STAT_CPU_PULLS,	       /* CPU took a task from its own per-CPU queue */
-	STAT_IDLE_KICKS,       /* idle CPU woken to pull a queued task */
-	STAT_DISPATCH_EMPTY,   /* dispatch found nothing to run */
-	STAT_SIBLING_SCANS,    /* dispatch looked at the sibling shards */
-	STAT_WAKE_PREV_IDLE,   /* wakeup found prev CPU idle */
-	STAT_WAKE_LLC_IDLE,    /* wakeup found another idle CPU in prev's LLC */
-	STAT_WAKE_REMOTE_IDLE, /* wakeup found an idle CPU outside prev's LLC */
-	STAT_WAKE_BUSY,	       /* wakeup found no idle CPU: task will queue */
-	STAT_DEBUG_DROPS,      /* tasks lost on purpose by --debug-drop-comm */
+	STAT_CPU_PULLS,		  /* CPU took a task from its own queue */
+	STAT_KICKS,		  /* idle CPU woken to run a queued task */
+	STAT_DISPATCH_EMPTY,	  /* dispatch found nothing to run */
+	STAT_SIBLING_SCANS,	  /* dispatch looked at the sibling shards */
+	/* wakeup placement (wakeup.bpf.c): where an idle CPU was found */
+	STAT_PREV_KEPT,		     /* prev was idle and the task fits it */
+	STAT_PREV_REJECTED_CAPACITY, /* prev was idle but too small */
+	STAT_WAKE_SYNC,		     /* sync wakeup placed on the waker's CPU */
+	STAT_WAKE_L2_IDLE,	     /* idle CPU found in prev's L2 group */
+	STAT_WAKE_LLC_IDLE,	     /* idle CPU found in prev's LLC */
+	STAT_WAKE_REMOTE_IDLE,	     /* idle CPU found beyond prev's LLC */
+	STAT_WAKE_CAPACITY,	     /* idle CPU found by the capacity search */
+	STAT_WAKE_BUSY,		     /* no idle CPU: the task queues */
+	/* F2 L2-scoped insertion: how the woken task reached its CPU */
+	STAT_DIRECT_DISPATCHES,	 /* inserted straight into a local DSQ */
+	STAT_INSERT_DIRECT_L2,	 /* ... the waker's CPU shares an L2 with it */
+	STAT_INSERT_DIRECT_WIDE, /* ... beyond the L2 (--no-l2-locality) */
+	STAT_INSERT_QUEUED, /* queued on the target's shard, target kicked */
+	/* F3 capacity (capacity.bpf.c) */
+	STAT_MIGRATIONS,   /* task started on a CPU other than its last */
+	STAT_MISFIT_MOVES, /* task too big for its CPU moved to an idle one */
+	STAT_DEBUG_DROPS,  /* tasks lost on purpose by --debug-drop-comm */
 	NR_MOSAIC_STATS,
 };
 

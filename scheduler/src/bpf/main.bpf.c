@@ -2,13 +2,17 @@
 /*
  * scx_mosaic - a sched_ext scheduler built from five kernel proposals.
  *
- * The policy, in one paragraph: a waking task goes straight to an idle CPU
- * near the one it last ran on (wakeup.bpf.c). When no CPU is idle it waits on
- * a shard of its LLC's shared runqueue (shard.bpf.c), where queues are ordered
- * by weighted virtual time (vtime.bpf.c). A CPU that runs out of work pulls
- * from its own shard, then from the other shards of its LLC. Tasks pinned to
- * one CPU wait on that CPU's own queue. Every decision a user might question
- * has a counter (intf.h).
+ * The policy, in one paragraph: a waking task keeps its previous CPU if that
+ * CPU is idle and big enough for it, else takes the nearest idle CPU - same
+ * L2, same LLC, anywhere - or on big.LITTLE machines the best-fitting one
+ * (wakeup.bpf.c, capacity.bpf.c). The waker inserts it straight into that
+ * CPU's local queue only if the two share an L2; farther away, the task goes
+ * on the target's shard and the target is kicked. With no idle CPU the task
+ * waits on a shard of its LLC's shared runqueue (shard.bpf.c), where queues
+ * are ordered by weighted virtual time (vtime.bpf.c). A CPU that runs out of
+ * work pulls from its own shard, then from the other shards of its LLC.
+ * Tasks pinned to one CPU wait on that CPU's own queue. Every decision a
+ * user might question has a counter (intf.h).
  *
  * This file is only the ops table; each mechanism lives in its own file,
  * included below so that the whole scheduler is one translation unit.
@@ -19,6 +23,7 @@ char _license[] SEC("license") = "GPL";
 
 #include "topo.bpf.c"
 #include "vtime.bpf.c"
+#include "capacity.bpf.c"
 #include "shard.bpf.c"
 #include "wakeup.bpf.c"
 
@@ -43,27 +48,58 @@ static __always_inline bool debug_should_drop(const struct task_struct *p)
 s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
-	s32 cpu = pick_idle_cpu(p, prev_cpu);
+	struct task_ctx *tctx = task_ctx_of(p);
+	s32 cpu;
 
+	if (!tctx)
+		return prev_cpu;
+	cpu = pick_wake_cpu(p, tctx, prev_cpu, wake_flags);
 	if (cpu < 0) {
 		stat_inc(STAT_WAKE_BUSY);
 		return prev_cpu;
 	}
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
-	stat_inc(STAT_DIRECT_DISPATCHES);
+	place_woken(p, tctx, cpu);
 	return cpu;
 }
 
 void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 {
+	struct task_ctx *tctx = task_ctx_of(p);
+	s32 cpu = scx_bpf_task_cpu(p), target;
+
 	if (debug_should_drop(p)) {
 		stat_inc(STAT_DEBUG_DROPS);
 		return;
 	}
-	if (no_shared_runq || task_is_pinned(p))
-		queue_on_cpu(p, enq_flags);
-	else
-		queue_on_shard(p, enq_flags);
+	if (!tctx) {
+		queue_task(p, cpu, enq_flags);
+		kick_for(p, cpu);
+		return;
+	}
+
+	/* woken for an idle CPU beyond the waker's L2: queue there, kick it */
+	target = tctx->wake_cpu;
+	if (target >= 0) {
+		tctx->wake_cpu = -1;
+		queue_task(p, cpu, enq_flags);
+		kick_claimed(target);
+		return;
+	}
+
+	/* slice over on a CPU too small for it: go where it fits */
+	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
+		target = misfit_target(p, tctx, cpu);
+		if (target >= 0) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | target,
+					   slice_ns, enq_flags);
+			kick_claimed(target);
+			stat_inc(STAT_MISFIT_MOVES);
+			return;
+		}
+	}
+
+	queue_task(p, cpu, enq_flags);
+	kick_for(p, cpu);
 }
 
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
@@ -75,25 +111,50 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 
 void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 {
-	vtime_running(p);
+	struct task_ctx *tctx = task_ctx_of(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 now = scx_bpf_now();
+
+	if (!tctx)
+		return;
+	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu)
+		stat_inc(STAT_MIGRATIONS);
+	tctx->last_cpu = cpu;
+	util_running(tctx, now);
+	vtime_running(p, tctx, cpu, now);
 }
 
 void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 {
-	vtime_charge(p);
+	struct task_ctx *tctx = task_ctx_of(p);
+	u64 now = scx_bpf_now();
+
+	if (!tctx)
+		return;
+	util_stopping(tctx, scx_bpf_task_cpu(p), now);
+	vtime_charge(p, tctx, now);
 }
 
 void BPF_STRUCT_OPS(mosaic_enable, struct task_struct *p)
 {
+	struct task_ctx *tctx = task_ctx_of(p);
+
 	vtime_enable(p);
+	if (tctx)
+		util_init(tctx, scx_bpf_now());
 }
 
 s32 BPF_STRUCT_OPS(mosaic_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
 {
-	if (!bpf_task_storage_get(&task_ctxs, p, 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE))
+	struct task_ctx *tctx;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
 		return -ENOMEM;
+	tctx->last_cpu = -1;
+	tctx->wake_cpu = -1;
 	return 0;
 }
 

@@ -20,12 +20,18 @@ const volatile u32 nr_shards = 1;      /* shards over all LLCs */
 const volatile u64 slice_ns = 5000000; /* time slice given to each task */
 const volatile bool no_shared_runq;    /* seed 000's NO_SHARED_RUNQ baseline */
 const volatile bool smt_enabled;       /* some core has several threads */
+const volatile bool asym_capacity;     /* CPUs differ in capacity */
+const volatile bool no_l2_locality; /* seed 001 off: LLC is the near domain */
+const volatile bool no_prev_first;  /* seed 002 off: asym skips prev check */
 /* test switch: lose every task with this command name */
 const volatile char debug_drop_comm[MAX_COMM];
 
 /* Topology tables, filled by Rust (topology.rs) */
-const volatile u32 cpu_llc[MAX_CPUS];	/* LLC index of each CPU */
-const volatile u32 cpu_shard[MAX_CPUS]; /* global shard index of each CPU */
+const volatile u32 nr_l2s = 1;		   /* L2 groups, numbered 0..nr_l2s-1 */
+const volatile u32 cpu_llc[MAX_CPUS];	   /* LLC index of each CPU */
+const volatile u32 cpu_l2[MAX_CPUS];	   /* L2 group index of each CPU */
+const volatile u32 cpu_capacity[MAX_CPUS]; /* capacity, 1024 = biggest */
+const volatile u32 cpu_shard[MAX_CPUS];	   /* global shard index of each CPU */
 const volatile u32 llc_first_shard[MAX_LLCS]; /* first global shard of an LLC */
 const volatile u32 llc_nr_shards[MAX_LLCS];   /* shards in an LLC */
 
@@ -46,6 +52,28 @@ struct {
 	__uint(value_size, sizeof(u64));
 	__uint(max_entries, MAX_SHARDS);
 } shard_enqueues SEC(".maps");
+
+/* Per-task scheduling state, created in ops.init_task. */
+struct task_ctx {
+	u64 started_at; /* when the task last started running */
+	u64 util_at;	/* when util was last brought up to date */
+	u32 util;	/* decayed average of running time, capacity units */
+	s32 last_cpu;	/* CPU it last ran on, -1 before its first run */
+	s32 wake_cpu;	/* idle CPU claimed for it at wakeup, -1 if none */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+/* @p's context, or NULL if it has none. */
+static __always_inline struct task_ctx *task_ctx_of(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
 
 /* Add one to counter @idx of @map on this CPU. */
 static __always_inline void count(void *map, u32 idx)
@@ -78,6 +106,18 @@ static __always_inline u32 cpu_idx(s32 cpu)
 static __always_inline u32 llc_of(s32 cpu)
 {
 	return cpu_llc[cpu_idx(cpu)] & (MAX_LLCS - 1);
+}
+
+/* L2 group index of @cpu, bounded for the verifier. */
+static __always_inline u32 l2_of(s32 cpu)
+{
+	return cpu_l2[cpu_idx(cpu)] & (MAX_L2S - 1);
+}
+
+/* Capacity of @cpu (1024 = the biggest CPU). */
+static __always_inline u32 capacity_of(s32 cpu)
+{
+	return cpu_capacity[cpu_idx(cpu)];
 }
 
 #endif /* __MOSAIC_BPF_H */

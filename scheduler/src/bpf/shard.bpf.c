@@ -74,54 +74,68 @@ static s32 shard_init(void)
 	return 0;
 }
 
-/* Wake @cpu if it is idle, so that it runs ops.dispatch. */
-static __always_inline void kick_if_idle(s32 cpu)
+/* Queue @p on its CPU's own queue. */
+static __always_inline void queue_on_cpu(struct task_struct *p, s32 cpu,
+					 u64 enq_flags)
 {
-	if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		stat_inc(STAT_IDLE_KICKS);
-	}
-}
-
-/* Queue @p on its CPU's own queue and wake that CPU if it idles. */
-static __always_inline void queue_on_cpu(struct task_struct *p, u64 enq_flags)
-{
-	s32 cpu = scx_bpf_task_cpu(p);
-
 	scx_bpf_dsq_insert_vtime(p, cpu_dsq_id(cpu), slice_ns,
 				 task_queue_vtime(p, llc_of(cpu)), enq_flags);
 	stat_inc(STAT_CPU_ENQUEUES);
-	kick_if_idle(cpu);
 }
 
-/* Queue @p on the shard of its CPU, and wake an idle CPU of the LLC to pull. */
-static __always_inline void queue_on_shard(struct task_struct *p, u64 enq_flags)
+/* Queue @p on the shard of @cpu, the CPU it is on. */
+static __always_inline void queue_on_shard(struct task_struct *p, s32 cpu,
+					   u64 enq_flags)
 {
-	s32 cpu = scx_bpf_task_cpu(p), idle;
-	u32 llc = llc_of(cpu), shard = shard_of(cpu);
-	const struct cpumask *llc_mask;
+	u32 shard = shard_of(cpu);
 
 	scx_bpf_dsq_insert_vtime(p, shard_dsq_id(shard), slice_ns,
-				 task_queue_vtime(p, llc), enq_flags);
+				 task_queue_vtime(p, llc_of(cpu)), enq_flags);
 	stat_inc(STAT_SHARD_ENQUEUES);
 	count(&shard_enqueues, shard);
+}
+
+/*
+ * Queue @p, which is on @cpu, where it waits to run: @cpu's own queue if it
+ * is pinned there (or under --no-shared-runq), else @cpu's shard.
+ */
+static __always_inline void queue_task(struct task_struct *p, s32 cpu,
+				       u64 enq_flags)
+{
+	if (no_shared_runq || task_is_pinned(p))
+		queue_on_cpu(p, cpu, enq_flags);
+	else
+		queue_on_shard(p, cpu, enq_flags);
+}
+
+/* Kick @cpu, idle and claimed for a task queued for it, to dispatch. */
+static __always_inline void kick_claimed(s32 cpu)
+{
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_inc(STAT_KICKS);
+}
+
+/*
+ * @p was just queued on @cpu's queues: wake @cpu if idle, else, for a task
+ * on a shard that any CPU of the LLC may run, an idle CPU of the LLC.
+ */
+static __always_inline void kick_for(struct task_struct *p, s32 cpu)
+{
+	const struct cpumask *llc_mask;
+	s32 idle;
 
 	if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		stat_inc(STAT_IDLE_KICKS);
+		kick_claimed(cpu);
 		return;
 	}
-	/* a task restricted to some CPUs may not be runnable by an idle one */
-	if (p->nr_cpus_allowed != nr_cpu_ids)
+	if (no_shared_runq || p->nr_cpus_allowed != nr_cpu_ids)
 		return;
-	llc_mask = llc_cpus(llc);
+	llc_mask = llc_cpus(llc_of(cpu));
 	if (!llc_mask)
 		return;
 	idle = scx_bpf_pick_idle_cpu(llc_mask, 0);
-	if (idle >= 0) {
-		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
-		stat_inc(STAT_IDLE_KICKS);
-	}
+	if (idle >= 0)
+		kick_claimed(idle);
 }
 
 /* Vtime of the first task queued on @dsq_id, or false if it is empty. */

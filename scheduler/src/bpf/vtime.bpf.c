@@ -28,24 +28,6 @@ struct llc_clock {
 
 struct llc_clock llc_clocks[MAX_LLCS];
 
-/* Per-task scheduling state. */
-struct task_ctx {
-	u64 started_at; /* when the task last started running */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_ctx);
-} task_ctxs SEC(".maps");
-
-/* @p's context, or NULL if it has none (it is created in ops.init_task). */
-static __always_inline struct task_ctx *task_ctx_of(struct task_struct *p)
-{
-	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
-}
-
 /* The virtual clock of @llc. */
 static __always_inline u64 *llc_vtime(u32 llc)
 {
@@ -62,26 +44,24 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc)
 	return p->scx.dsq_vtime;
 }
 
-/* @p starts running: move its LLC's clock forward and stamp the start. */
-static __always_inline void vtime_running(struct task_struct *p)
+/* @p starts running on @cpu at @now: move the LLC's clock forward. */
+static __always_inline void
+vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 {
-	u64 *clock = llc_vtime(llc_of(scx_bpf_task_cpu(p)));
-	struct task_ctx *tctx = task_ctx_of(p);
+	u64 *clock = llc_vtime(llc_of(cpu));
 
 	if (time_before(*clock, p->scx.dsq_vtime))
 		*clock = p->scx.dsq_vtime;
-	if (tctx)
-		tctx->started_at = scx_bpf_now();
+	tctx->started_at = now;
 }
 
-/* @p stops running: charge the time it ran, scaled by its weight. */
-static __always_inline void vtime_charge(struct task_struct *p)
+/* @p stops running at @now: charge the time it ran, scaled by its weight. */
+static __always_inline void vtime_charge(struct task_struct *p,
+					 struct task_ctx *tctx, u64 now)
 {
-	struct task_ctx *tctx = task_ctx_of(p);
 	u64 weight = p->scx.weight ?: 100;
-	u64 now = scx_bpf_now();
 
-	if (!tctx || !tctx->started_at || time_before(now, tctx->started_at))
+	if (!tctx->started_at || time_before(now, tctx->started_at))
 		return;
 	p->scx.dsq_vtime += (now - tctx->started_at) * 100 / weight;
 	tctx->started_at = 0;

@@ -1,67 +1,12 @@
-"""VM integration tests of scx_mosaic: each boot runs a guest script (vm/run) that
-prints @@KEY@@ lines and JSON blocks; the tests assert on those.
+"""VM tests of the foundation: load, survive load, report, unload; the sharded shared
+runqueue (seed 000); ejection and error reporting; CPU hotplug."""
 
-A guest kernel Oops under TCG is reported as an emulator fault, distinct from an
-ejection of the scheduler, which every test checks for explicitly.
-"""
-
-import json
-import os
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-BIN = REPO / "target/release/scx_mosaic"
-
-# vm/run's own exit codes (see its header)
-VM_TIMEOUT, VM_BOOT_FAILED, VM_GUEST_OOPS = 124, 125, 126
-
-
-class Guest:
-    """Output of one guest run: exit code, text, @@KEY@@ values, JSON blocks."""
-
-    def __init__(self, rc, out):
-        self.rc = rc
-        self.out = out
-        self.values = dict(re.findall(r"^@@(\w+)@@ ?(.*)$", out, re.M))
-        self.json = {
-            name: json.loads(body)
-            for name, body in re.findall(r"^@@JSON (\w+)@@\n(.*?)^@@END@@$", out, re.M | re.S)
-        }
-
-    def __getitem__(self, key):
-        assert key in self.values, f"guest did not report {key}:\n{self.out}"
-        return self.values[key]
-
-
-def boot(topo, script, timeout=900):
-    """Boots the VM with preset @topo, runs @script in the guest, returns a Guest."""
-    cmd = [str(REPO / "vm/run"), "--topo", topo, "--timeout", str(timeout), "--", script]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 300)
-    if p.returncode == VM_GUEST_OOPS:
-        pytest.fail(f"guest kernel Oops/panic (emulator fault under TCG, or kernel bug):\n{p.stderr}")
-    if p.returncode in (VM_TIMEOUT, VM_BOOT_FAILED):
-        pytest.fail(f"VM boot failed or timed out (rc {p.returncode}):\n{p.stderr}")
-    return Guest(p.returncode, p.stdout)
-
-
-def assert_not_ejected(g, report):
-    """The scheduler left by request: no watchdog stall, no BPF error."""
-    kind = report["exit"]["kind"]
-    assert kind < 1024, f"scheduler was ejected: {report['exit']}\n{g.out}"
-
-
-def assert_counters_consistent(s):
-    """Invariants that hold whatever the workload."""
-    assert s["shard_pulls_local"] + s["shard_pulls_sibling"] <= s["shard_enqueues"]
-    assert sum(s["shard_enqueues_per_shard"]) == s["shard_enqueues"]
-    assert s["cpu_pulls"] <= s["cpu_enqueues"]
-    # every direct dispatch found an idle CPU somewhere, and says where
-    assert s["direct_dispatches"] == s["wake_prev_idle"] + s["wake_llc_idle"] + s["wake_remote_idle"]
-    assert s["debug_drops"] == 0
+from vmtest import BIN, assert_counters_consistent, assert_not_ejected, boot
 
 
 LIFECYCLE = r"""

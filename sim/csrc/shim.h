@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * shim.h - turns the BPF-only constructs of the scx headers into native C,
+ * between the headers and the scheduler's own .bpf.c (see sched.c).
+ *
+ * Rules of the shim layer (read this before adding a kfunc):
+ *  - BPF helpers (bpf_helper_defs.h, function-pointer constants) are never
+ *    declared: sched.c defines that header's include guard. A helper the
+ *    scheduler calls must get a macro or prototype below, or the build fails
+ *    with "call to undeclared function 'bpf_xxx'".
+ *  - kfuncs (__ksym) are plain extern functions: __ksym and __weak are
+ *    emptied, so a kfunc without an implementation is an "undefined reference
+ *    to `scx_bpf_xxx'" at link time. Implement it in Rust (src/kfuncs.rs,
+ *    #[no_mangle] extern "C") or, when it needs kernel struct layouts, in C
+ *    (csrc/glue.c).
+ *  - bpf_ksym_exists() and the CO-RE existence checks are true: the compat
+ *    wrappers always take the newest kernel interface.
+ */
+#ifndef __MOSAIC_SIM_SHIM_H
+#define __MOSAIC_SIM_SHIM_H
+
+/* the scx headers turn enum constants into weak variables; restore them */
+#include "sim_enums.h"
+
+#undef SEC
+#define SEC(name)
+#undef __kptr
+#define __kptr
+#undef __kptr_untrusted
+#define __kptr_untrusted
+#undef __percpu_kptr
+#define __percpu_kptr
+
+#undef BPF_STRUCT_OPS
+#define BPF_STRUCT_OPS(name, args...) name(args)
+#undef BPF_STRUCT_OPS_SLEEPABLE
+#define BPF_STRUCT_OPS_SLEEPABLE(name, args...) name(args)
+
+#undef bpf_for
+#define bpf_for(i, start, end) for ((i) = (start); (i) < (end); (i)++)
+#undef bpf_repeat
+#define bpf_repeat(n) for (int ___i = 0; ___i < (n); ___i++)
+#undef can_loop
+#define can_loop 1
+#undef bpf_ksym_exists
+#define bpf_ksym_exists(sym) 1
+#undef bpf_core_type_exists
+#define bpf_core_type_exists(type) 1
+#undef bpf_core_field_exists
+#define bpf_core_field_exists(field...) 1
+#undef BPF_CORE_READ
+#define BPF_CORE_READ(src, a, ...) ((src)->a)
+#undef bpf_core_cast
+#define bpf_core_cast(ptr, type) ((type *)(ptr))
+#undef MEMBER_VPTR
+#define MEMBER_VPTR(base, member) (&((base) member))
+#undef ARRAY_ELEM_PTR
+#define ARRAY_ELEM_PTR(arr, i, n) ((i) < (n) ? &(arr)[i] : NULL)
+#undef barrier_var
+#define barrier_var(var) (void)0
+
+/* ---- helpers (the simulator's, in Rust unless noted) ---- */
+void *sim_map_lookup_elem(void *map, const void *key);
+long sim_map_update_elem(void *map, const void *key, const void *value,
+			 u64 flags);
+long sim_map_delete_elem(void *map, const void *key);
+void *sim_task_storage_get(void *map, struct task_struct *p, void *value,
+			   u64 flags);
+long sim_task_storage_delete(void *map, struct task_struct *p);
+void *sim_cgrp_storage_get(void *map, struct cgroup *cgrp, void *value,
+			   u64 flags);
+long sim_cgrp_storage_delete(void *map, struct cgroup *cgrp);
+void *sim_kptr_xchg(void *slot, void *ptr);
+u64 sim_ktime_get_ns(void);
+u32 sim_get_smp_processor_id(void);
+u32 sim_get_prandom_u32(void);
+long sim_probe_read_str(void *dst, u32 size, const void *src); /* glue.c */
+long sim_probe_read(void *dst, u32 size, const void *src);     /* glue.c */
+struct task_struct *sim_get_current_task(void);
+long sim_trace_printk(const char *fmt, u32 fmt_size, ...); /* glue.c */
+
+#define bpf_map_lookup_elem(m, k) sim_map_lookup_elem((void *)(m), (k))
+#define bpf_map_update_elem(m, k, v, f)                                       \
+	sim_map_update_elem((void *)(m), (k), (v), (f))
+#define bpf_map_delete_elem(m, k) sim_map_delete_elem((void *)(m), (k))
+#define bpf_task_storage_get(m, t, v, f)                                      \
+	sim_task_storage_get((void *)(m), (t), (v), (f))
+#define bpf_task_storage_delete(m, t) sim_task_storage_delete((void *)(m), (t))
+#define bpf_cgrp_storage_get(m, c, v, f)                                      \
+	sim_cgrp_storage_get((void *)(m), (c), (v), (f))
+#define bpf_cgrp_storage_delete(m, c) sim_cgrp_storage_delete((void *)(m), (c))
+#define bpf_kptr_xchg(slot, ptr)                                              \
+	((typeof(ptr))sim_kptr_xchg((void *)(slot), (void *)(ptr)))
+#define bpf_ktime_get_ns() sim_ktime_get_ns()
+#define bpf_ktime_get_boot_ns() sim_ktime_get_ns()
+#define bpf_get_smp_processor_id() sim_get_smp_processor_id()
+#define bpf_get_prandom_u32() sim_get_prandom_u32()
+#define bpf_probe_read_kernel_str(d, s, src) sim_probe_read_str((d), (s), (src))
+#define bpf_probe_read_kernel(d, s, src) sim_probe_read((d), (s), (src))
+#define bpf_get_current_task_btf() sim_get_current_task()
+#define bpf_trace_printk(fmt, sz, args...) sim_trace_printk((fmt), (sz), ##args)
+#define bpf_spin_lock(l) ((void)(l))
+#define bpf_spin_unlock(l) ((void)(l))
+
+#endif /* __MOSAIC_SIM_SHIM_H */

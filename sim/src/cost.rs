@@ -1,0 +1,127 @@
+//! The cost model: every time the simulator charges, in one place.
+//!
+//! Defaults and their sources (see ../shared/DESIGN.md, "Simulator"):
+//! - cache-line transfer: 5–10 ns between SMT siblings, 16–24 ns inside a
+//!   CCX/LLC, 84–115 ns across CCXs of a socket, 110–200 ns across sockets
+//!   (AMD Zen 4 and Intel core-to-core latency measurements; seed 001 quotes
+//!   L2 ≥ 14 ns, L3 ≈ 50 ns, RAM ≈ 120 ns on EPYC 9654).
+//! - context switch 2–4 µs (lmbench lat_ctx class numbers on recent x86;
+//!   pipe-heavy workloads switch between hot tasks, so the low end).
+//! - IPI delivery 1.3–1.7 µs (wake of a remote CPU, x2APIC).
+//! - shard/DSQ lock hold ≈ 0.3 µs (seed 000's lock_stat: holdtime-avg
+//!   0.32–0.50 µs on the shard lock); runqueue lock hold from the same
+//!   tables (rq->__lock holdtime-avg ≈ 5 µs is for the whole __schedule; the
+//!   part a remote waker holds is much shorter, 0.5 µs).
+//! - cache refill after a migration: the task's working set in lines, each
+//!   fetched at the latency of the distance moved, divided by the memory-level
+//!   parallelism of a core (≈ 8 outstanding misses).
+use serde::Serialize;
+
+/// How far apart two CPUs are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Dist {
+    Same = 0,
+    Smt = 1,
+    L2 = 2,
+    Llc = 3,
+    Node = 4,
+    Remote = 5,
+}
+
+pub const DIST_NAMES: [&str; 6] = ["same", "smt", "l2", "llc", "node", "remote"];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Costs {
+    /// Cache-line transfer latency by distance (ns), indexed by Dist.
+    pub line_ns: [f64; 6],
+    pub ctx_switch_ns: f64,
+    pub ipi_ns: f64,
+    /// Waker's base cost of try_to_wake_up (ns), without locks.
+    pub ttwu_ns: f64,
+    /// Cost of queueing a wakeup on a remote wake list and sending the IPI.
+    pub ttwu_queue_ns: f64,
+    /// Cost charged per call of a scheduler callback (BPF program run).
+    pub bpf_call_ns: f64,
+    pub dsq_lock_hold_ns: f64,
+    pub rq_lock_hold_ns: f64,
+    /// Outstanding misses a core overlaps while refilling its cache.
+    pub refill_mlp: f64,
+    /// Bytes per cache line.
+    pub line_bytes: f64,
+    /// Throughput of an SMT thread whose sibling is busy (1.0 = no loss).
+    pub smt_rate: f64,
+    /// Extra run time per unit of LLC over-subscription for memory-bound work.
+    pub llc_interference: f64,
+    /// ttwu_queue_cond boundary: "llc" (kernel) or "l2" (seed 001's patch).
+    pub ttwu_boundary_l2: bool,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs {
+            line_ns: [0.0, 7.0, 12.0, 20.0, 100.0, 155.0],
+            ctx_switch_ns: 2000.0,
+            ipi_ns: 1500.0,
+            ttwu_ns: 400.0,
+            ttwu_queue_ns: 150.0,
+            bpf_call_ns: 60.0,
+            dsq_lock_hold_ns: 300.0,
+            rq_lock_hold_ns: 500.0,
+            refill_mlp: 8.0,
+            line_bytes: 64.0,
+            smt_rate: 0.62,
+            llc_interference: 0.6,
+            ttwu_boundary_l2: false,
+        }
+    }
+}
+
+impl Costs {
+    pub fn line(&self, d: Dist) -> f64 {
+        self.line_ns[d as usize]
+    }
+
+    /// Time to refill @ws bytes of working set after moving by @d.
+    pub fn refill(&self, ws: u64, d: Dist) -> f64 {
+        if d <= Dist::Smt {
+            return 0.0;
+        }
+        ws as f64 / self.line_bytes * self.line(d) / self.refill_mlp
+    }
+
+    /// Applies one `key=value` override (CLI --cost).
+    pub fn set(&mut self, kv: &str) -> anyhow::Result<()> {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--cost wants key=value, got {kv:?}"))?;
+        if k == "ttwu_boundary" {
+            self.ttwu_boundary_l2 = match v {
+                "l2" => true,
+                "llc" => false,
+                _ => anyhow::bail!("ttwu_boundary is l2 or llc"),
+            };
+            return Ok(());
+        }
+        let x: f64 = v.parse()?;
+        let slot = match k {
+            "ctx_switch_ns" => &mut self.ctx_switch_ns,
+            "ipi_ns" => &mut self.ipi_ns,
+            "ttwu_ns" => &mut self.ttwu_ns,
+            "ttwu_queue_ns" => &mut self.ttwu_queue_ns,
+            "bpf_call_ns" => &mut self.bpf_call_ns,
+            "dsq_lock_hold_ns" => &mut self.dsq_lock_hold_ns,
+            "rq_lock_hold_ns" => &mut self.rq_lock_hold_ns,
+            "refill_mlp" => &mut self.refill_mlp,
+            "smt_rate" => &mut self.smt_rate,
+            "llc_interference" => &mut self.llc_interference,
+            "line_smt_ns" => &mut self.line_ns[1],
+            "line_l2_ns" => &mut self.line_ns[2],
+            "line_llc_ns" => &mut self.line_ns[3],
+            "line_node_ns" => &mut self.line_ns[4],
+            "line_remote_ns" => &mut self.line_ns[5],
+            _ => anyhow::bail!("unknown cost {k:?}"),
+        };
+        *slot = x;
+        Ok(())
+    }
+}

@@ -1,0 +1,3 @@
+fn main() {
+    mosaic_sim::x();
+}

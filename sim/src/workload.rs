@@ -1,0 +1,605 @@
+//! Workload models. A workload owns its tasks' behaviour: what each task does
+//! when it is on a CPU (run for some time, block, sleep, exit) and whom it
+//! wakes. The engine owns where and when tasks run.
+//!
+//! Costs are nanoseconds of CPU time on a reference core (speed 1.0).
+use crate::engine::{Step, TaskSpec, Wl};
+use anyhow::{bail, Result};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+
+/// A byte pipe / socket between tasks, counted in messages.
+#[derive(Clone)]
+struct Chan {
+    msgs: u64,
+    cap: u64,
+    reader_waiting: Option<usize>,
+    writers_waiting: VecDeque<usize>,
+}
+
+impl Chan {
+    fn new(cap: u64) -> Chan {
+        Chan {
+            msgs: 0,
+            cap,
+            reader_waiting: None,
+            writers_waiting: VecDeque::new(),
+        }
+    }
+}
+
+/// Parses "k=v,k=v" options with defaults.
+struct Opts(Vec<(String, String)>);
+
+impl Opts {
+    fn parse(s: &str) -> Opts {
+        Opts(
+            s.split(',')
+                .filter(|x| !x.is_empty())
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, v)) => (k.to_string(), v.to_string()),
+                    None => (kv.to_string(), "1".to_string()),
+                })
+                .collect(),
+        )
+    }
+    fn get(&self, k: &str, d: u64) -> u64 {
+        self.0
+            .iter()
+            .rev()
+            .find(|(x, _)| x == k)
+            .map_or(d, |(_, v)| v.parse().unwrap_or(d))
+    }
+    fn s(&self, k: &str, d: &str) -> String {
+        self.0
+            .iter()
+            .rev()
+            .find(|(x, _)| x == k)
+            .map_or(d.to_string(), |(_, v)| v.clone())
+    }
+}
+
+pub const WORKLOADS: &[(&str, &str)] = &[
+    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1"),
+    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000"),
+    ("rr", "request/response (netperf RR-like): clients=N(cpus),loops=2000,think=0,server_ns=3000"),
+    ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096"),
+    ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
+];
+
+pub fn make(name: &str, opts: &str, nr_cpus: usize) -> Result<Box<dyn Wl>> {
+    let o = Opts::parse(opts);
+    Ok(match name {
+        "hackbench" => Box::new(Hackbench::new(&o)),
+        "pipe" => Box::new(PingPong::new(&o)),
+        "rr" => Box::new(Rr::new(&o, nr_cpus)),
+        "memgroups" => Box::new(MemGroups::new(&o)),
+        "schbench" => Box::new(Schbench::new(&o)),
+        _ => bail!("unknown workload {name:?} (--list-workloads)"),
+    })
+}
+
+// ---------------------------------------------------------------- hackbench
+
+/// hackbench: G groups of F senders and F receivers; each sender writes
+/// `loops` rounds of one message to each of its group's receivers; each
+/// receiver reads F × loops messages. Pipe or socket (capacity in messages),
+/// threads or processes (a process switch costs a little more: mm switch).
+pub struct Hackbench {
+    fds: usize,
+    loops: u64,
+    chans: Vec<Chan>, // group * fds + receiver
+    /// per task: sender (round, next fd) or receiver (left to read)
+    role: Vec<Role>,
+    write_ns: u64,
+    read_ns: u64,
+    pending: Vec<Vec<Effect>>,
+    ws: u64,
+    threads: bool,
+    groups: usize,
+}
+
+#[derive(Clone)]
+enum Role {
+    Sender { group: usize, round: u64, fd: usize },
+    Receiver { chan: usize, left: u64 },
+}
+
+#[derive(Clone, Copy)]
+enum Effect {
+    Put(usize, u64),
+    Take(usize, u64),
+}
+
+/// Messages a sender or receiver handles in one step at most.
+const BATCH: u64 = 8;
+
+impl Hackbench {
+    fn new(o: &Opts) -> Hackbench {
+        let groups = o.get("groups", 10) as usize;
+        let fds = o.get("fds", 20) as usize;
+        let loops = o.get("loops", 100);
+        let size = o.get("size", 100);
+        let pipe = o.s("mode", "socket") == "pipe";
+        // pipe: 16 pages, small writes merge (64 KiB); unix socket: ~212 KiB
+        // of sk_wmem at ~ 768 B truesize per small skb
+        let cap = if pipe { (65536 / size.max(1)).max(1) } else { 280 };
+        let base = if pipe { 500 } else { 900 };
+        let per_byte = size / 64;
+        let mut role = Vec::new();
+        for g in 0..groups {
+            for r in 0..fds {
+                role.push(Role::Receiver {
+                    chan: g * fds + r,
+                    left: loops * fds as u64,
+                });
+            }
+            for _ in 0..fds {
+                role.push(Role::Sender {
+                    group: g,
+                    round: 0,
+                    fd: 0,
+                });
+            }
+        }
+        let n = role.len();
+        Hackbench {
+            fds,
+            loops,
+            chans: vec![Chan::new(cap); groups * fds],
+            role,
+            write_ns: base + per_byte * 20,
+            read_ns: base * 4 / 5 + per_byte * 20,
+            pending: vec![Vec::new(); n],
+            ws: 16 << 10,
+            threads: o.get("threads", 0) != 0,
+            groups,
+        }
+    }
+}
+
+impl Wl for Hackbench {
+    fn tasks(&self) -> Vec<TaskSpec> {
+        self.role
+            .iter()
+            .map(|r| TaskSpec {
+                name: match r {
+                    Role::Sender { .. } => "hb-sender".into(),
+                    Role::Receiver { .. } => "hb-receiver".into(),
+                },
+                cgroup: 0,
+                weight: 100,
+                cpus: None,
+                ws_bytes: self.ws,
+                mm_switch: !self.threads,
+                memory_bound: false,
+            })
+            .collect()
+    }
+
+    fn step(&mut self, t: usize, _now: u64, wakes: &mut Vec<usize>) -> Step {
+        // apply what the previous step did
+        for e in std::mem::take(&mut self.pending[t]) {
+            match e {
+                Effect::Put(c, k) => {
+                    let ch = &mut self.chans[c];
+                    ch.msgs += k;
+                    if let Some(r) = ch.reader_waiting.take() {
+                        wakes.push(r);
+                    }
+                }
+                Effect::Take(c, k) => {
+                    let ch = &mut self.chans[c];
+                    ch.msgs -= k;
+                    while let Some(w) = ch.writers_waiting.pop_front() {
+                        wakes.push(w);
+                    }
+                }
+            }
+        }
+        match self.role[t].clone() {
+            Role::Receiver { chan, left } => {
+                if left == 0 {
+                    return Step::Exit;
+                }
+                let ch = &mut self.chans[chan];
+                if ch.msgs == 0 {
+                    ch.reader_waiting = Some(t);
+                    return Step::Block;
+                }
+                let k = ch.msgs.min(left).min(BATCH);
+                // reserve now so that a concurrent reader-side count is right
+                self.pending[t].push(Effect::Take(chan, 0));
+                ch.msgs -= k;
+                if !ch.writers_waiting.is_empty() {
+                    // wake writers when the data is consumed (end of step)
+                }
+                self.role[t] = Role::Receiver {
+                    chan,
+                    left: left - k,
+                };
+                Step::Run(k * self.read_ns)
+            }
+            Role::Sender { group, round, fd } => {
+                if round >= self.loops {
+                    return Step::Exit;
+                }
+                // write to fd, fd+1, ... until a write wakes a reader, a
+                // pipe is full, the round ends or the batch is done
+                let (mut r, mut f, mut n) = (round, fd, 0u64);
+                while n < BATCH && r < self.loops {
+                    let c = group * self.fds + f;
+                    let ch = &mut self.chans[c];
+                    if ch.msgs >= ch.cap {
+                        if n == 0 {
+                            ch.writers_waiting.push_back(t);
+                            return Step::Block;
+                        }
+                        break;
+                    }
+                    // in flight until the end of the step
+                    ch.msgs += 1;
+                    self.pending[t].push(Effect::Put(c, 0));
+                    let wakes_reader = ch.reader_waiting.is_some();
+                    n += 1;
+                    f += 1;
+                    if f == self.fds {
+                        f = 0;
+                        r += 1;
+                    }
+                    if wakes_reader {
+                        break;
+                    }
+                }
+                self.role[t] = Role::Sender {
+                    group,
+                    round: r,
+                    fd: f,
+                };
+                Step::Run(n * self.write_ns)
+            }
+        }
+    }
+
+    fn done(&self) -> bool {
+        false
+    }
+
+    fn metrics(&self, _end: u64) -> Value {
+        json!({"groups": self.groups, "fds": self.fds, "loops": self.loops,
+               "messages": self.groups as u64 * (self.fds * self.fds) as u64 * self.loops})
+    }
+}
+
+// ---------------------------------------------------------------- pipe ping-pong
+
+/// perf bench sched pipe: pairs of tasks bouncing one token through two pipes.
+pub struct PingPong {
+    loops: u64,
+    left: Vec<u64>,
+    has_token: Vec<bool>,
+    waiting: Vec<bool>,
+    cost: u64,
+}
+
+impl PingPong {
+    fn new(o: &Opts) -> PingPong {
+        let pairs = o.get("pairs", 1) as usize;
+        let loops = o.get("loops", 50000);
+        let mut has_token = vec![false; pairs * 2];
+        for p in 0..pairs {
+            has_token[2 * p] = true;
+        }
+        PingPong {
+            loops,
+            left: vec![loops; pairs * 2],
+            has_token,
+            waiting: vec![false; pairs * 2],
+            cost: 1200,
+        }
+    }
+}
+
+impl Wl for PingPong {
+    fn tasks(&self) -> Vec<TaskSpec> {
+        (0..self.left.len())
+            .map(|_| TaskSpec::simple("pipe", 8 << 10))
+            .collect()
+    }
+    fn step(&mut self, t: usize, _now: u64, wakes: &mut Vec<usize>) -> Step {
+        let peer = t ^ 1;
+        if self.left[t] == 0 {
+            return Step::Exit;
+        }
+        if !self.has_token[t] {
+            self.waiting[t] = true;
+            return Step::Block;
+        }
+        // read the token, write it to the peer
+        self.has_token[t] = false;
+        self.left[t] -= 1;
+        self.has_token[peer] = true;
+        if self.waiting[peer] {
+            self.waiting[peer] = false;
+            wakes.push(peer);
+        }
+        Step::Run(self.cost)
+    }
+    fn done(&self) -> bool {
+        false
+    }
+    fn metrics(&self, end: u64) -> Value {
+        let ops = self.loops as f64 * self.left.len() as f64 / 2.0;
+        json!({"loops": self.loops, "ops_per_sec": ops / (end as f64 / 1e9)})
+    }
+}
+
+// ---------------------------------------------------------------- request/response
+
+/// netperf RR-like: N client/server pairs; a client sends a request (wakes
+/// its server), the server computes and replies (wakes the client); records
+/// transaction latency. Throughput = transactions per second.
+pub struct Rr {
+    loops: u64,
+    think: u64,
+    server_ns: u64,
+    client_ns: u64,
+    left: Vec<u64>,
+    req: Vec<bool>,
+    resp: Vec<bool>,
+    waiting: Vec<bool>,
+    sent_at: Vec<u64>,
+    lat: Vec<u64>,
+    in_req: Vec<bool>,
+}
+
+impl Rr {
+    fn new(o: &Opts, nr_cpus: usize) -> Rr {
+        let n = o.get("clients", nr_cpus as u64) as usize;
+        let loops = o.get("loops", 2000);
+        Rr {
+            loops,
+            think: o.get("think", 0),
+            server_ns: o.get("server_ns", 3000),
+            client_ns: o.get("client_ns", 2500),
+            left: vec![loops; n],
+            req: vec![false; n],
+            resp: vec![false; n],
+            waiting: vec![false; 2 * n],
+            sent_at: vec![0; n],
+            lat: Vec::new(),
+            in_req: vec![false; n],
+        }
+    }
+}
+
+impl Wl for Rr {
+    fn tasks(&self) -> Vec<TaskSpec> {
+        let n = self.left.len();
+        (0..2 * n)
+            .map(|i| TaskSpec::simple(if i < n { "rr-client" } else { "rr-server" }, 32 << 10))
+            .collect()
+    }
+    fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
+        let n = self.left.len();
+        if t < n {
+            // client
+            if self.in_req[t] {
+                if !self.resp[t] {
+                    self.waiting[t] = true;
+                    return Step::Block;
+                }
+                self.resp[t] = false;
+                self.in_req[t] = false;
+                self.lat.push(now - self.sent_at[t]);
+                self.left[t] -= 1;
+                if self.think > 0 {
+                    return Step::Sleep(self.think);
+                }
+            }
+            if self.left[t] == 0 {
+                // tell the server to stop
+                self.req[t] = true;
+                if self.waiting[n + t] {
+                    self.waiting[n + t] = false;
+                    wakes.push(n + t);
+                }
+                return Step::Exit;
+            }
+            self.in_req[t] = true;
+            self.sent_at[t] = now;
+            self.req[t] = true;
+            if self.waiting[n + t] {
+                self.waiting[n + t] = false;
+                wakes.push(n + t);
+            }
+            Step::Run(self.client_ns)
+        } else {
+            let c = t - n;
+            if !self.req[c] {
+                if self.left[c] == 0 {
+                    return Step::Exit;
+                }
+                self.waiting[t] = true;
+                return Step::Block;
+            }
+            self.req[c] = false;
+            if self.left[c] == 0 && !self.in_req[c] {
+                return Step::Exit;
+            }
+            self.resp[c] = true;
+            if self.waiting[c] {
+                self.waiting[c] = false;
+                wakes.push(c);
+            }
+            Step::Run(self.server_ns)
+        }
+    }
+    fn done(&self) -> bool {
+        false
+    }
+    fn metrics(&self, end: u64) -> Value {
+        let tx = self.lat.len() as f64;
+        json!({"transactions": self.lat.len(), "tps": tx / (end as f64 / 1e9),
+               "latency_ns": crate::engine::percentiles(&self.lat)})
+    }
+}
+
+// ---------------------------------------------------------------- memory groups
+
+/// sysbench memory-like: G cgroups × T threads, each thread runs work_ms of
+/// memory-bound work in 1 ms chunks with a short sleep between chunks. Tasks
+/// of groups sharing an LLC slow each other down when their working sets
+/// exceed the LLC (engine: memory_bound).
+pub struct MemGroups {
+    left: Vec<u64>,
+    groups: usize,
+    threads: usize,
+    ws: u64,
+}
+
+impl MemGroups {
+    fn new(o: &Opts) -> MemGroups {
+        let groups = o.get("groups", 8) as usize;
+        let threads = o.get("threads", 16) as usize;
+        MemGroups {
+            left: vec![o.get("work_ms", 20); groups * threads],
+            groups,
+            threads,
+            ws: o.get("ws_kb", 4096) << 10,
+        }
+    }
+}
+
+impl Wl for MemGroups {
+    fn tasks(&self) -> Vec<TaskSpec> {
+        (0..self.groups * self.threads)
+            .map(|i| TaskSpec {
+                name: format!("mem-g{}", i / self.threads),
+                cgroup: 1 + i / self.threads,
+                weight: 100,
+                cpus: None,
+                ws_bytes: self.ws,
+                mm_switch: false,
+                memory_bound: true,
+            })
+            .collect()
+    }
+    fn step(&mut self, t: usize, _now: u64, _w: &mut Vec<usize>) -> Step {
+        if self.left[t] == 0 {
+            return Step::Exit;
+        }
+        self.left[t] -= 1;
+        Step::Run(1_000_000)
+    }
+    fn done(&self) -> bool {
+        false
+    }
+    fn metrics(&self, _end: u64) -> Value {
+        json!({"groups": self.groups, "threads": self.threads})
+    }
+}
+
+// ---------------------------------------------------------------- schbench
+
+/// schbench-like: M message threads each feed W workers; a message thread
+/// wakes a worker with a request, the worker runs work_ns and replies, the
+/// message thread sleeps sleep_ns between rounds. Wakeup latency (wake to
+/// run) of workers and request latency are recorded.
+pub struct Schbench {
+    m: usize,
+    w: usize,
+    left: Vec<u64>,
+    work: u64,
+    sleep: u64,
+    req: Vec<bool>,
+    worker_waiting: Vec<bool>,
+    sent: Vec<u64>,
+    outstanding: Vec<usize>,
+    msg_waiting: Vec<bool>,
+    lat: Vec<u64>,
+}
+
+impl Schbench {
+    fn new(o: &Opts) -> Schbench {
+        let m = o.get("mthreads", 2) as usize;
+        let w = o.get("workers", 16) as usize;
+        Schbench {
+            m,
+            w,
+            left: vec![o.get("requests", 2000); m],
+            work: o.get("work_ns", 20000),
+            sleep: o.get("sleep_ns", 30000),
+            req: vec![false; m * w],
+            worker_waiting: vec![false; m * w],
+            sent: vec![0; m * w],
+            outstanding: vec![0; m],
+            msg_waiting: vec![false; m],
+            lat: Vec::new(),
+        }
+    }
+}
+
+impl Wl for Schbench {
+    fn tasks(&self) -> Vec<TaskSpec> {
+        let mut v: Vec<TaskSpec> = (0..self.m).map(|_| TaskSpec::simple("sch-msg", 16 << 10)).collect();
+        v.extend((0..self.m * self.w).map(|_| TaskSpec::simple("sch-worker", 64 << 10)));
+        v
+    }
+    fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
+        if t < self.m {
+            if self.outstanding[t] > 0 {
+                self.msg_waiting[t] = true;
+                return Step::Block;
+            }
+            if self.left[t] == 0 {
+                for k in 0..self.w {
+                    let wk = t * self.w + k;
+                    if self.worker_waiting[wk] {
+                        self.worker_waiting[wk] = false;
+                        wakes.push(self.m + wk);
+                    }
+                }
+                return Step::Exit;
+            }
+            self.left[t] -= 1;
+            for k in 0..self.w {
+                let wk = t * self.w + k;
+                self.req[wk] = true;
+                self.sent[wk] = now;
+                self.outstanding[t] += 1;
+                if self.worker_waiting[wk] {
+                    self.worker_waiting[wk] = false;
+                    wakes.push(self.m + wk);
+                }
+            }
+            // send, then sleep: the next round starts after the replies
+            Step::Run(2000)
+        } else {
+            let wk = t - self.m;
+            let mt = wk / self.w;
+            if self.req[wk] {
+                self.req[wk] = false;
+                self.lat.push(now + self.work - self.sent[wk]);
+                self.outstanding[mt] -= 1;
+                if self.outstanding[mt] == 0 && self.msg_waiting[mt] {
+                    self.msg_waiting[mt] = false;
+                    wakes.push(mt);
+                }
+                return Step::Run(self.work);
+            }
+            if self.left[mt] == 0 && self.outstanding[mt] == 0 {
+                return Step::Exit;
+            }
+            self.worker_waiting[wk] = true;
+            Step::Block
+        }
+    }
+    fn done(&self) -> bool {
+        false
+    }
+    fn metrics(&self, end: u64) -> Value {
+        json!({"requests": self.lat.len(), "rps": self.lat.len() as f64 / (end as f64 / 1e9),
+               "request_latency_ns": crate::engine::percentiles(&self.lat), "sleep_ns": self.sleep})
+    }
+}
