@@ -43,3 +43,9 @@ lint: build
 	cargo fmt --check
 	cargo clippy --release -- -D warnings
 	clang-format-19 --dry-run -Werror scheduler/src/bpf/*.c scheduler/src/bpf/*.h
+
+# Every seed claim as an A/B in the simulator (mosaic-sim) -> docs/sim-report.md
+.PHONY: sim-report
+sim-report:
+	cargo build --release -p mosaic-sim
+	target/release/mosaic-sim report --out docs/sim-report.md

@@ -33,21 +33,26 @@ fn main() {
         other => panic!("mosaic-sim: no vmlinux.h for target arch {other}"),
     };
 
+    // the scheduler's unit: main.bpf.c and the local files it includes
     let mut sources = String::new();
-    let mut files: Vec<PathBuf> = fs::read_dir(&bpf_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy();
-            n.ends_with(".bpf.c") || n.ends_with(".h")
-        })
-        .collect();
-    files.sort();
-    for f in &files {
+    let mut files = vec![bpf_dir.join("main.bpf.c")];
+    let mut seen = Vec::new();
+    while let Some(f) = files.pop() {
+        if seen.contains(&f) || !f.exists() {
+            continue;
+        }
         println!("cargo:rerun-if-changed={}", f.display());
-        sources.push_str(&fs::read_to_string(f).unwrap());
+        let text = fs::read_to_string(&f).unwrap();
+        for line in text.lines() {
+            if let Some(inc) = line.trim().strip_prefix("#include \"") {
+                files.push(bpf_dir.join(inc.trim_end_matches('"')));
+            }
+        }
+        sources.push_str(&text);
         sources.push('\n');
+        seen.push(f);
     }
+    println!("cargo:rerun-if-changed={}", bpf_dir.display());
     let sources = strip_comments(&sources);
     for f in ["csrc/sched.c", "csrc/shim.h", "csrc/glue.c"] {
         println!("cargo:rerun-if-changed={f}");
@@ -56,6 +61,9 @@ fn main() {
     fs::write(out.join("sim_maps.h"), gen_maps(&sources)).unwrap();
     fs::write(out.join("sim_tunables.h"), gen_tunables(&sources)).unwrap();
     fs::write(out.join("sim_enums.h"), gen_enum_undefs(&bpf_h)).unwrap();
+    let (hide, unhide) = gen_helper_hiding();
+    fs::write(out.join("sim_helpers_hide.h"), hide).unwrap();
+    fs::write(out.join("sim_helpers_unhide.h"), unhide).unwrap();
     let intf = fs::read_to_string(bpf_dir.join("intf.h")).unwrap();
     let intf = strip_comments(&intf);
     let mut intf_rs = gen_stat_names(&intf);
@@ -249,6 +257,29 @@ fn gen_enum_undefs(bpf_h: &Path) -> String {
         }
     }
     out
+}
+
+/// bpf_helper_defs.h declares each helper as a function-pointer constant
+/// (`(* const bpf_xxx)(...) = (void *) N`) and has no include guard. Renaming
+/// every helper while it is included, then dropping the names, leaves each
+/// helper undeclared: one the shim does not provide fails the build.
+fn gen_helper_hiding() -> (String, String) {
+    let defs = ["/usr/include/bpf/bpf_helper_defs.h"]
+        .iter()
+        .find_map(|p| fs::read_to_string(p).ok())
+        .expect("mosaic-sim: /usr/include/bpf/bpf_helper_defs.h (libbpf-dev) is missing");
+    let (mut hide, mut unhide) = (String::new(), String::new());
+    for line in defs.lines() {
+        if let Some(i) = line.find("(* const ") {
+            let rest = &line[i + 9..];
+            let name = &rest[..ident_end(rest)];
+            if !name.is_empty() {
+                hide.push_str(&format!("#define {name} sim_hidden_helper_{name}\n"));
+                unhide.push_str(&format!("#undef {name}\n"));
+            }
+        }
+    }
+    (hide, unhide)
 }
 
 /// JSON names of enum mosaic_stat: lower case, without the STAT_ prefix.

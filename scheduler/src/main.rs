@@ -52,6 +52,15 @@ struct Opts {
     #[arg(long)]
     no_prev_first: bool,
 
+    /// Disable seed 003's overload gate: a CPU going idle always scans other
+    /// LLCs for work to steal, even when nothing waits anywhere.
+    #[arg(long)]
+    no_overload_gate: bool,
+
+    /// Period of the scan that clears the overload flag, in microseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
+    overload_scan_us: u64,
+
     /// Declare CPU capacities (1..=1024), e.g. "0-3:1024,4-7:446", on
     /// machines and VMs that report none; CPUs not named keep theirs.
     #[arg(long, value_name = "LIST")]
@@ -188,6 +197,11 @@ impl<'a> Scheduler<'a> {
         ro.asym_capacity = topo.asymmetric();
         ro.no_l2_locality = opts.no_l2_locality;
         ro.no_prev_first = opts.no_prev_first;
+        ro.no_overload_gate = opts.no_overload_gate;
+        ro.overload_scan_ns = opts.overload_scan_us * 1000;
+        for (llc, cpus) in topo.llcs.iter().enumerate() {
+            ro.llc_node[llc] = topo.cpu(cpus[0]).map_or(0, |c| c.node as u32);
+        }
         ro.nr_l2s = topo.l2s.len() as u32;
         for cpu in &topo.cpus {
             ro.cpu_llc[cpu.id] = cpu.llc as u32;
@@ -207,6 +221,9 @@ impl<'a> Scheduler<'a> {
         {
             ro.llc_first_shard[llc] = first as u32;
             ro.llc_nr_shards[llc] = n as u32;
+            for shard in first..first + n {
+                ro.shard_llc[shard] = llc as u32;
+            }
         }
         if let Some(comm) = &opts.debug_drop_comm {
             for (dst, src) in ro.debug_drop_comm.iter_mut().zip(comm.bytes().take(15)) {

@@ -25,6 +25,22 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
     (bpf_intf::mosaic_stat_STAT_KICKS, "kicks"),
     (bpf_intf::mosaic_stat_STAT_DISPATCH_EMPTY, "dispatch_empty"),
     (bpf_intf::mosaic_stat_STAT_SIBLING_SCANS, "sibling_scans"),
+    (bpf_intf::mosaic_stat_STAT_STEAL_SCANS, "steal_scans"),
+    (
+        bpf_intf::mosaic_stat_STAT_STEAL_SCANS_SKIPPED,
+        "steal_scans_skipped",
+    ),
+    (bpf_intf::mosaic_stat_STAT_STEAL_HITS, "steal_hits"),
+    (
+        bpf_intf::mosaic_stat_STAT_STEAL_PULLS_NODE,
+        "steal_pulls_node",
+    ),
+    (
+        bpf_intf::mosaic_stat_STAT_STEAL_PULLS_REMOTE,
+        "steal_pulls_remote",
+    ),
+    (bpf_intf::mosaic_stat_STAT_OVERLOAD_SETS, "overload_sets"),
+    (bpf_intf::mosaic_stat_STAT_OVERLOAD_NS, "overload_ns"),
     (bpf_intf::mosaic_stat_STAT_PREV_KEPT, "prev_kept"),
     (
         bpf_intf::mosaic_stat_STAT_PREV_REJECTED_CAPACITY,

@@ -232,7 +232,6 @@ impl Topology {
     }
 
     /// The CPU with id @id, if online.
-    #[cfg(test)]
     pub fn cpu(&self, id: usize) -> Option<&Cpu> {
         self.cpus.iter().find(|c| c.id == id)
     }

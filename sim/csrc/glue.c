@@ -158,6 +158,11 @@ struct cgroup *sim_cgroup_alloc(u64 id, s32 level)
 	return c;
 }
 
+u64 sim_cgroup_id(struct cgroup *c)
+{
+	return c && c->kn ? c->kn->id : 0;
+}
+
 /* ---------------- the ops table ---------------- */
 
 #define SIM_HAS(op) (SIM_OPS.op != NULL)

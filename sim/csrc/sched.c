@@ -10,9 +10,10 @@
  */
 #define BPF_NO_KFUNC_PROTOTYPES
 #include "vmlinux.h"
-/* never declare the helpers as function-pointer constants (see shim.h) */
-#define __BPF_HELPER_DEFS_H
+/* the helpers' function-pointer constants get other names (see shim.h) */
+#include "sim_helpers_hide.h"
 #include <bpf/bpf_helpers.h>
+#include "sim_helpers_unhide.h"
 /* kfuncs become ordinary, strong externs: a missing one fails the link */
 #undef __ksym
 #define __ksym

@@ -4,8 +4,9 @@
  * between the headers and the scheduler's own .bpf.c (see sched.c).
  *
  * Rules of the shim layer (read this before adding a kfunc):
- *  - BPF helpers (bpf_helper_defs.h, function-pointer constants) are never
- *    declared: sched.c defines that header's include guard. A helper the
+ *  - BPF helpers (bpf_helper_defs.h, function-pointer constants) are
+ *    renamed while that header is read and the names dropped after
+ *    (build.rs: sim_helpers_hide.h / _unhide.h). A helper the
  *    scheduler calls must get a macro or prototype below, or the build fails
  *    with "call to undeclared function 'bpf_xxx'".
  *  - kfuncs (__ksym) are plain extern functions: __ksym and __weak are
@@ -99,6 +100,15 @@ long sim_trace_printk(const char *fmt, u32 fmt_size, ...); /* glue.c */
 #define bpf_probe_read_kernel(d, s, src) sim_probe_read((d), (s), (src))
 #define bpf_get_current_task_btf() sim_get_current_task()
 #define bpf_trace_printk(fmt, sz, args...) sim_trace_printk((fmt), (sz), ##args)
+struct bpf_timer;
+long sim_timer_init(struct bpf_timer *timer, void *map, u64 flags);
+long sim_timer_set_callback(struct bpf_timer *timer, void *cb);
+long sim_timer_start(struct bpf_timer *timer, u64 nsecs, u64 flags);
+long sim_timer_cancel(struct bpf_timer *timer);
+#define bpf_timer_init(t, m, f) sim_timer_init((t), (void *)(m), (f))
+#define bpf_timer_set_callback(t, cb) sim_timer_set_callback((t), (void *)(cb))
+#define bpf_timer_start(t, ns, f) sim_timer_start((t), (ns), (f))
+#define bpf_timer_cancel(t) sim_timer_cancel((t))
 #define bpf_spin_lock(l) ((void)(l))
 #define bpf_spin_unlock(l) ((void)(l))
 

@@ -1,1 +1,35 @@
-pub fn x() {}
+//! mosaic-sim: runs scx_mosaic's own BPF C (compiled natively, csrc/) on
+//! modelled machines under a deterministic discrete-event engine.
+//!
+//! Map of the crate: `engine` (events, CPUs, DSQs, the kernel's sched_ext
+//! rules), `kfuncs` + `maps` + `ffi` (the shim the scheduler links against),
+//! `sched` (flags -> tunables, the loader's part), `machine` (presets),
+//! `cost` (every cost, one place), `workload` (task behaviour), `cli` and
+//! `report` (the seed A/B report).
+
+// The kfuncs are FFI entry points taking the scheduler's raw pointers.
+#![allow(clippy::not_unsafe_ptr_arg_deref, clippy::missing_safety_doc)]
+#![allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+
+#[allow(dead_code)]
+#[path = "../../scheduler/src/cpulist.rs"]
+pub mod cpulist;
+#[allow(dead_code)]
+#[path = "../../scheduler/src/topology.rs"]
+pub mod topology;
+
+/// Constants and counter names generated from scheduler/src/bpf/intf.h.
+pub mod intf {
+    include!(concat!(env!("OUT_DIR"), "/intf.rs"));
+}
+
+pub mod cli;
+pub mod cost;
+pub mod engine;
+pub mod ffi;
+pub mod kfuncs;
+pub mod machine;
+pub mod maps;
+pub mod report;
+pub mod sched;
+pub mod workload;

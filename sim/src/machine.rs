@@ -112,21 +112,54 @@ fn regular(
 }
 
 pub const PRESETS: &[(&str, &str)] = &[
-    ("epyc-9654x2", "2x AMD EPYC 9654, SMT off: 192 CPUs, 24 CCX (LLC) of 8 cores, 2 nodes"),
-    ("epyc-9654x2-smt", "2x AMD EPYC 9654: 384 CPUs, 24 CCX of 8 cores x 2 threads, 2 nodes"),
-    ("ryzen-7950x", "AMD Ryzen 9 7950X: 32 CPUs, 2 CCX of 8 cores x 2 threads"),
+    (
+        "epyc-9654x2",
+        "2x AMD EPYC 9654, SMT off: 192 CPUs, 24 CCX (LLC) of 8 cores, 2 nodes",
+    ),
+    (
+        "epyc-9654x2-smt",
+        "2x AMD EPYC 9654: 384 CPUs, 24 CCX of 8 cores x 2 threads, 2 nodes",
+    ),
+    (
+        "ryzen-7950x",
+        "AMD Ryzen 9 7950X: 32 CPUs, 2 CCX of 8 cores x 2 threads",
+    ),
     ("skylake-18c", "Intel Skylake 18 cores x 2 threads, one LLC"),
-    ("milan-72", "AMD Milan, 72 CPUs: 6 CCX of 6 cores x 2 threads"),
-    ("xeon-4s", "4-socket Xeon: 4 x 24 cores x 2 threads (192 CPUs), 4 nodes"),
-    ("hikey960", "HiKey960 big.LITTLE: 4 A53 (capacity 462) + 4 A73 (1024), 2 clusters"),
-    ("arm64-128", "128-core ARM64 server (Altra-like): 1 node, per-core L2, one system-level cache"),
+    (
+        "milan-72",
+        "AMD Milan, 72 CPUs: 6 CCX of 6 cores x 2 threads",
+    ),
+    (
+        "xeon-4s",
+        "4-socket Xeon: 4 x 24 cores x 2 threads (192 CPUs), 4 nodes",
+    ),
+    (
+        "hikey960",
+        "HiKey960 big.LITTLE: 4 A53 (capacity 462) + 4 A73 (1024), 2 clusters",
+    ),
+    (
+        "arm64-128",
+        "128-core ARM64 server (Altra-like): 1 node, per-core L2, one system-level cache",
+    ),
     ("1llc", "vm/run 1llc: 4 CPUs, 1 LLC, no SMT"),
-    ("2llc-smt", "vm/run 2llc-smt: 8 CPUs, 2 LLCs x 2 cores x 2 SMT"),
-    ("2node", "vm/run 2node: 8 CPUs, 2 NUMA nodes x 2 LLCs x 2 cores"),
-    ("l2-8", "vm/run l2-8: 8 CPUs, 1 LLC, 2 L2 modules of 2 cores x 2 SMT"),
+    (
+        "2llc-smt",
+        "vm/run 2llc-smt: 8 CPUs, 2 LLCs x 2 cores x 2 SMT",
+    ),
+    (
+        "2node",
+        "vm/run 2node: 8 CPUs, 2 NUMA nodes x 2 LLCs x 2 cores",
+    ),
+    (
+        "l2-8",
+        "vm/run l2-8: 8 CPUs, 1 LLC, 2 L2 modules of 2 cores x 2 SMT",
+    ),
     ("1cpu", "vm/run 1cpu: 1 CPU"),
     ("16cpu", "vm/run 16cpu: 16 CPUs, 2 LLCs x 8 cores"),
-    ("from-sysfs", "this host, read from /sys like the scheduler does"),
+    (
+        "from-sysfs",
+        "this host, read from /sys like the scheduler does",
+    ),
 ];
 
 impl Machine {

@@ -1,3 +1,3 @@
 fn main() {
-    mosaic_sim::x();
+    std::process::exit(mosaic_sim::cli::main());
 }

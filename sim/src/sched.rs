@@ -134,14 +134,22 @@ pub fn write_tunables(m: &mut Machine, args: &SchedArgs) -> Result<ShardLayout> 
             set("cpu_shard", cpu, shard as u64)?;
         }
     }
-    for (llc, (&first, &n)) in layout.llc_first_shard.iter().zip(&layout.llc_nr_shards).enumerate() {
+    for (llc, (&first, &n)) in layout
+        .llc_first_shard
+        .iter()
+        .zip(&layout.llc_nr_shards)
+        .enumerate()
+    {
         set("llc_first_shard", llc, first as u64)?;
         set("llc_nr_shards", llc, n as u64)?;
     }
     // --- end of mirror ---
     for s in &args.switches {
         if !has(s) {
-            bail!("unknown scheduler flag --{} (no tunable {s})", s.replace('_', "-"));
+            bail!(
+                "unknown scheduler flag --{} (no tunable {s})",
+                s.replace('_', "-")
+            );
         }
         set(s, 0, 1)?;
     }

@@ -112,7 +112,7 @@ enum Effect {
 }
 
 /// Messages a sender or receiver handles in one step at most.
-const BATCH: u64 = 8;
+const BATCH: u64 = 24;
 
 impl Hackbench {
     fn new(o: &Opts) -> Hackbench {
@@ -123,7 +123,11 @@ impl Hackbench {
         let pipe = o.s("mode", "socket") == "pipe";
         // pipe: 16 pages, small writes merge (64 KiB); unix socket: ~212 KiB
         // of sk_wmem at ~ 768 B truesize per small skb
-        let cap = if pipe { (65536 / size.max(1)).max(1) } else { 280 };
+        let cap = if pipe {
+            (65536 / size.max(1)).max(1)
+        } else {
+            280
+        };
         let base = if pipe { 500 } else { 900 };
         let per_byte = size / 64;
         let mut role = Vec::new();
@@ -279,6 +283,7 @@ pub struct PingPong {
     left: Vec<u64>,
     has_token: Vec<bool>,
     waiting: Vec<bool>,
+    sending: Vec<bool>,
     cost: u64,
 }
 
@@ -295,6 +300,7 @@ impl PingPong {
             left: vec![loops; pairs * 2],
             has_token,
             waiting: vec![false; pairs * 2],
+            sending: vec![false; pairs * 2],
             cost: 1200,
         }
     }
@@ -308,6 +314,15 @@ impl Wl for PingPong {
     }
     fn step(&mut self, t: usize, _now: u64, wakes: &mut Vec<usize>) -> Step {
         let peer = t ^ 1;
+        // the write of the previous step lands now: the peer gets the token
+        if self.sending[t] {
+            self.sending[t] = false;
+            self.has_token[peer] = true;
+            if self.waiting[peer] {
+                self.waiting[peer] = false;
+                wakes.push(peer);
+            }
+        }
         if self.left[t] == 0 {
             return Step::Exit;
         }
@@ -315,14 +330,10 @@ impl Wl for PingPong {
             self.waiting[t] = true;
             return Step::Block;
         }
-        // read the token, write it to the peer
+        // read the token, then write it to the peer (lands at the step's end)
         self.has_token[t] = false;
         self.left[t] -= 1;
-        self.has_token[peer] = true;
-        if self.waiting[peer] {
-            self.waiting[peer] = false;
-            wakes.push(peer);
-        }
+        self.sending[t] = true;
         Step::Run(self.cost)
     }
     fn done(&self) -> bool {
@@ -340,7 +351,6 @@ impl Wl for PingPong {
 /// its server), the server computes and replies (wakes the client); records
 /// transaction latency. Throughput = transactions per second.
 pub struct Rr {
-    loops: u64,
     think: u64,
     server_ns: u64,
     client_ns: u64,
@@ -358,7 +368,6 @@ impl Rr {
         let n = o.get("clients", nr_cpus as u64) as usize;
         let loops = o.get("loops", 2000);
         Rr {
-            loops,
             think: o.get("think", 0),
             server_ns: o.get("server_ns", 3000),
             client_ns: o.get("client_ns", 2500),
@@ -542,7 +551,9 @@ impl Schbench {
 
 impl Wl for Schbench {
     fn tasks(&self) -> Vec<TaskSpec> {
-        let mut v: Vec<TaskSpec> = (0..self.m).map(|_| TaskSpec::simple("sch-msg", 16 << 10)).collect();
+        let mut v: Vec<TaskSpec> = (0..self.m)
+            .map(|_| TaskSpec::simple("sch-msg", 16 << 10))
+            .collect();
         v.extend((0..self.m * self.w).map(|_| TaskSpec::simple("sch-worker", 64 << 10)));
         v
     }

@@ -42,6 +42,14 @@ enum mosaic_stat {
 	STAT_KICKS,		  /* idle CPU woken to run a queued task */
 	STAT_DISPATCH_EMPTY,	  /* dispatch found nothing to run */
 	STAT_SIBLING_SCANS,	  /* dispatch looked at the sibling shards */
+	/* F4 overload gate and stealing (gate.bpf.c, steal.bpf.c) */
+	STAT_STEAL_SCANS,	  /* cross-LLC steal scans done */
+	STAT_STEAL_SCANS_SKIPPED, /* ... skipped: the overload flag was clear */
+	STAT_STEAL_HITS,	  /* ... that moved a task */
+	STAT_STEAL_PULLS_NODE,	 /* tasks stolen from an LLC of the same node */
+	STAT_STEAL_PULLS_REMOTE, /* tasks stolen from another node */
+	STAT_OVERLOAD_SETS,	 /* times the overload flag went up */
+	STAT_OVERLOAD_NS,	 /* time the flag spent up (closed spells) */
 	/* wakeup placement (wakeup.bpf.c): where an idle CPU was found */
 	STAT_PREV_KEPT,		     /* prev was idle and the task fits it */
 	STAT_PREV_REJECTED_CAPACITY, /* prev was idle but too small */

@@ -10,7 +10,9 @@
  * on the target's shard and the target is kicked. With no idle CPU the task
  * waits on a shard of its LLC's shared runqueue (shard.bpf.c), where queues
  * are ordered by weighted virtual time (vtime.bpf.c). A CPU that runs out of
- * work pulls from its own shard, then from the other shards of its LLC.
+ * work pulls from its own shard, then from the other shards of its LLC, then
+ * - if the overload flag says someone waits (gate.bpf.c) - steals from the
+ * busiest shard of another LLC, same NUMA node first (steal.bpf.c).
  * Tasks pinned to one CPU wait on that CPU's own queue. Every decision a
  * user might question has a counter (intf.h).
  *
@@ -24,7 +26,9 @@ char _license[] SEC("license") = "GPL";
 #include "topo.bpf.c"
 #include "vtime.bpf.c"
 #include "capacity.bpf.c"
+#include "gate.bpf.c"
 #include "shard.bpf.c"
+#include "steal.bpf.c"
 #include "wakeup.bpf.c"
 
 /* Test switch: whether @p is a task --debug-drop-comm asks us to lose. */
@@ -104,7 +108,7 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
-	if (pull_own_queues(cpu) || pull_sibling_shards(cpu))
+	if (pull_own_queues(cpu) || pull_sibling_shards(cpu) || steal_scan(cpu))
 		return;
 	stat_inc(STAT_DISPATCH_EMPTY);
 }
@@ -162,9 +166,11 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(mosaic_init)
 {
 	s32 ret = topo_init();
 
-	if (ret)
-		return ret;
-	return shard_init();
+	if (!ret)
+		ret = shard_init();
+	if (!ret)
+		ret = gate_init();
+	return ret;
 }
 
 void BPF_STRUCT_OPS(mosaic_exit, struct scx_exit_info *ei)

@@ -21,8 +21,11 @@ const volatile u64 slice_ns = 5000000; /* time slice given to each task */
 const volatile bool no_shared_runq;    /* seed 000's NO_SHARED_RUNQ baseline */
 const volatile bool smt_enabled;       /* some core has several threads */
 const volatile bool asym_capacity;     /* CPUs differ in capacity */
-const volatile bool no_l2_locality; /* seed 001 off: LLC is the near domain */
-const volatile bool no_prev_first;  /* seed 002 off: asym skips prev check */
+const volatile bool no_l2_locality;   /* seed 001 off: LLC is the near domain */
+const volatile bool no_prev_first;    /* seed 002 off: asym skips prev check */
+const volatile bool no_overload_gate; /* seed 003 off: always steal-scan */
+/* period of the overload gate's scan */
+const volatile u64 overload_scan_ns = 10000000;
 /* test switch: lose every task with this command name */
 const volatile char debug_drop_comm[MAX_COMM];
 
@@ -31,7 +34,9 @@ const volatile u32 nr_l2s = 1;		   /* L2 groups, numbered 0..nr_l2s-1 */
 const volatile u32 cpu_llc[MAX_CPUS];	   /* LLC index of each CPU */
 const volatile u32 cpu_l2[MAX_CPUS];	   /* L2 group index of each CPU */
 const volatile u32 cpu_capacity[MAX_CPUS]; /* capacity, 1024 = biggest */
+const volatile u32 llc_node[MAX_LLCS];	   /* NUMA node of each LLC */
 const volatile u32 cpu_shard[MAX_CPUS];	   /* global shard index of each CPU */
+const volatile u32 shard_llc[MAX_SHARDS];  /* LLC of each shard */
 const volatile u32 llc_first_shard[MAX_LLCS]; /* first global shard of an LLC */
 const volatile u32 llc_nr_shards[MAX_LLCS];   /* shards in an LLC */
 
@@ -112,6 +117,25 @@ static __always_inline u32 llc_of(s32 cpu)
 static __always_inline u32 l2_of(s32 cpu)
 {
 	return cpu_l2[cpu_idx(cpu)] & (MAX_L2S - 1);
+}
+
+/* DSQ id of global shard @shard (see intf.h). */
+static __always_inline u64 shard_dsq_id(u32 shard)
+{
+	return SHARD_DSQ_BASE + shard;
+}
+
+/* DSQ id of @cpu's own queue. */
+static __always_inline u64 cpu_dsq_id(s32 cpu)
+{
+	return (u64)cpu;
+}
+
+/* Kick @cpu, idle and claimed (idle bit cleared) for work, to dispatch. */
+static __always_inline void kick_claimed(s32 cpu)
+{
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_inc(STAT_KICKS);
 }
 
 /* Capacity of @cpu (1024 = the biggest CPU). */

@@ -32,18 +32,6 @@
  * costs the task its cache, and is left to the steal path.
  */
 
-/* DSQ id of global shard @shard. */
-static __always_inline u64 shard_dsq_id(u32 shard)
-{
-	return SHARD_DSQ_BASE + shard;
-}
-
-/* DSQ id of @cpu's own queue. */
-static __always_inline u64 cpu_dsq_id(s32 cpu)
-{
-	return (u64)cpu;
-}
-
 /* Global shard index of @cpu. */
 static __always_inline u32 shard_of(s32 cpu)
 {
@@ -108,16 +96,11 @@ static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 		queue_on_shard(p, cpu, enq_flags);
 }
 
-/* Kick @cpu, idle and claimed for a task queued for it, to dispatch. */
-static __always_inline void kick_claimed(s32 cpu)
-{
-	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-	stat_inc(STAT_KICKS);
-}
-
 /*
- * @p was just queued on @cpu's queues: wake @cpu if idle, else, for a task
- * on a shard that any CPU of the LLC may run, an idle CPU of the LLC.
+ * @p was just queued on @cpu's queues: wake @cpu if idle, else, for a task on
+ * a shard that any CPU of the LLC may run, an idle CPU of the LLC. With none
+ * there, the task waits for a steal from another LLC: raise the overload
+ * flag and wake an idle CPU elsewhere to come and steal.
  */
 static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 {
@@ -128,12 +111,18 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 		kick_claimed(cpu);
 		return;
 	}
-	if (no_shared_runq || p->nr_cpus_allowed != nr_cpu_ids)
+	if (no_shared_runq || task_is_pinned(p))
 		return;
-	llc_mask = llc_cpus(llc_of(cpu));
-	if (!llc_mask)
-		return;
-	idle = scx_bpf_pick_idle_cpu(llc_mask, 0);
+	if (p->nr_cpus_allowed == nr_cpu_ids) {
+		llc_mask = llc_cpus(llc_of(cpu));
+		idle = llc_mask ? scx_bpf_pick_idle_cpu(llc_mask, 0) : -1;
+		if (idle >= 0) {
+			kick_claimed(idle);
+			return;
+		}
+	}
+	overload_set();
+	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0)
 		kick_claimed(idle);
 }

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * steal.bpf.c - stealing across LLCs and NUMA nodes (seed 000's "future
+ * work"), behind the overload gate (gate.bpf.c).
+ *
+ * WHAT
+ * A CPU that found nothing in its own queues nor in the other shards of its
+ * LLC takes a task from the busiest shard of another LLC of its NUMA node;
+ * failing that, of the other nodes.
+ *
+ * HOW
+ * One pass reads every other LLC's shard lengths without locks (O(#shards),
+ * never O(#CPUs)) and keeps the busiest shard of the node and the busiest
+ * beyond it; only the chosen shard is locked, by the move itself, which
+ * skips tasks not allowed on this CPU. At most one task moves per scan.
+ * Skipped entirely while the overload flag is clear.
+ *
+ * WHY
+ * Shared runqueues stop at the LLC to keep caches warm, which leaves a whole
+ * LLC idle while another is overloaded. Stealing restores work conservation;
+ * nearest first (same node before remote) keeps the stolen task's memory
+ * close, and the gate keeps the scan off the path when nothing waits.
+ */
+
+/*
+ * Take a task from the busiest shard of another LLC: of @cpu's node if any
+ * waits there, else of another node. One pass over the shard lengths.
+ */
+static __always_inline bool steal_from_llcs(s32 cpu)
+{
+	u32 own = llc_of(cpu), node = llc_node[own], s, llc;
+	u32 near = 0, far = 0;
+	u64 near_q = 0, far_q = 0, q;
+
+	bpf_for (s, 0, nr_shards) {
+		llc = shard_llc[s & (MAX_SHARDS - 1)] & (MAX_LLCS - 1);
+		if (llc == own)
+			continue;
+		q = scx_bpf_dsq_nr_queued(shard_dsq_id(s));
+		if (llc_node[llc] == node) {
+			if (q > near_q) {
+				near_q = q;
+				near = s;
+			}
+		} else if (q > far_q) {
+			far_q = q;
+			far = s;
+		}
+	}
+	if (near_q && pull_from(shard_dsq_id(near), STAT_STEAL_PULLS_NODE))
+		return true;
+	return far_q && pull_from(shard_dsq_id(far), STAT_STEAL_PULLS_REMOTE);
+}
+
+/* The cross-LLC steal scan of a CPU with nothing in its LLC; true on a hit. */
+static __always_inline bool steal_scan(s32 cpu)
+{
+	if (no_shared_runq || nr_llcs <= 1)
+		return false;
+	if (!overloaded && !no_overload_gate) {
+		stat_inc(STAT_STEAL_SCANS_SKIPPED);
+		return false;
+	}
+	stat_inc(STAT_STEAL_SCANS);
+	if (steal_from_llcs(cpu)) {
+		stat_inc(STAT_STEAL_HITS);
+		return true;
+	}
+	return false;
+}
