@@ -6,22 +6,11 @@ from vmtest import assert_counters_consistent, assert_not_ejected, boot
 
 def test_gate_skips_most_steal_scans_under_partial_load():
     # three perf pipe pairs: at most one runnable task per CPU (the seed's case)
-    g = boot("2node", r"""
+    pairs = "for i in 1 2 3; do perf bench sched pipe -T -l 5000 & done; wait"
+    g = boot("2node", rf"""
 . /mosaic/guest/lib.sh
-for mode in gate --no-overload-gate; do
-    flags=""; [ $mode = gate ] || flags=$mode
-    name=$(echo $mode | tr -d -)
-    start_mosaic $flags --stats 0 --stats-file /tmp/$name.json || exit 1
-    pids=""
-    for i in 1 2 3; do
-        perf bench sched pipe -T -l 5000 >/tmp/pipe$i.out 2>&1 &
-        pids="$pids $!"
-    done
-    wait $pids
-    for i in 1 2 3; do grep -q "ops/sec" /tmp/pipe$i.out || { cat /tmp/pipe$i.out; exit 1; }; done
-    stop_mosaic
-    report_json $name /tmp/$name.json
-done
+stats_under gate "" "{pairs}" || exit 1
+stats_under nooverloadgate --no-overload-gate "{pairs}" || exit 1
 """, timeout=300)
     assert g.rc == 0, g.out
     gate, always = g.json["gate"], g.json["nooverloadgate"]

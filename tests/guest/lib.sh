@@ -77,3 +77,12 @@ timed_hackbench() {
     t=$(sed -n 's/^Time: *//p' /tmp/hb.out)
     report "$name" "$t"
 }
+
+# Run workload $3 (a shell command) under scx_mosaic with flags $2; report the
+# final counters as JSON block $1, and the workload's output on failure.
+stats_under() {
+    start_mosaic $2 --stats 0 --stats-file /tmp/$1.json || return 1
+    sh -c "$3" >/tmp/$1.out 2>&1 || { cat /tmp/$1.out; stop_mosaic; return 1; }
+    stop_mosaic
+    report_json $1 /tmp/$1.json
+}
