@@ -60,7 +60,7 @@ def assert_counters_consistent(s):
     assert s["cpu_pulls"] <= s["cpu_enqueues"]
     # every wakeup that found an idle CPU says where, and how the task got there
     found = (s["prev_kept"] + s["wake_sync"] + s["wake_l2_idle"] + s["wake_llc_idle"]
-             + s["wake_remote_idle"] + s["wake_capacity"])
+             + s["wake_remote_idle"] + s["wake_capacity"] + s["wake_group_part"])
     assert found == s["direct_dispatches"] + s["insert_queued"]
     assert s["direct_dispatches"] == s["insert_direct_l2"] + s["insert_direct_wide"]
     # a task queued for a claimed CPU beyond the L2 always comes with a kick

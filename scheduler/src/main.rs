@@ -4,6 +4,7 @@
 mod bpf_intf;
 mod bpf_skel;
 mod cpulist;
+mod group;
 mod stats;
 mod topology;
 
@@ -60,6 +61,25 @@ struct Opts {
     /// Period of the scan that clears the overload flag, in microseconds.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
     overload_scan_us: u64,
+
+    /// Group balancer (seed 004): balance the cgroups below this cgroup v2
+    /// directory (absolute, or relative to /sys/fs/cgroup) into CPU partitions.
+    #[arg(long, value_name = "CGROUP")]
+    gb_parent: Option<String>,
+
+    /// Group balancer partitions: llc (default), l2, node, or CPU lists
+    /// "0-3;4-7".
+    #[arg(long, value_name = "SPEC")]
+    gb_partitions: Option<String>,
+
+    /// Group balancer period in milliseconds.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    gb_period_ms: u64,
+
+    /// With --gb-parent: account the cgroups (exclusivity stats) but never
+    /// settle or bind them (the A/B baseline).
+    #[arg(long)]
+    no_group_balancer: bool,
 
     /// Declare CPU capacities (1..=1024), e.g. "0-3:1024,4-7:446", on
     /// machines and VMs that report none; CPUs not named keep theirs.
@@ -168,6 +188,7 @@ impl<'a> Scheduler<'a> {
         opts: &Opts,
         topo: &Topology,
         layout: &ShardLayout,
+        gb: Option<&group::GroupConfig>,
         object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         let builder = BpfSkelBuilder::default();
@@ -201,6 +222,14 @@ impl<'a> Scheduler<'a> {
         ro.overload_scan_ns = opts.overload_scan_us * 1000;
         for (llc, cpus) in topo.llcs.iter().enumerate() {
             ro.llc_node[llc] = topo.cpu(cpus[0]).map_or(0, |c| c.node as u32);
+        }
+        if let Some(gb) = gb {
+            ro.group_accounting = true;
+            ro.group_balancer = gb.enabled;
+            ro.nr_parts = gb.partitions.len() as u32;
+            for (cpu, part) in gb.cpu_parts(topo.nr_cpu_ids).into_iter().enumerate() {
+                ro.cpu_part[cpu] = part;
+            }
         }
         ro.nr_l2s = topo.l2s.len() as u32;
         for cpu in &topo.cpus {
@@ -276,11 +305,15 @@ impl<'a> Scheduler<'a> {
         opts: &Opts,
         shutdown: &AtomicBool,
         started: Instant,
+        mut balancer: Option<&mut group::Balancer>,
     ) -> Result<(ExitInfo, Counters, stats::ProgCosts)> {
         let mut last = Counters::read(&self.skel, self.nr_shards)?;
         let mut last_at = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(50));
+            if let Some(b) = balancer.as_deref_mut() {
+                b.tick(&self.skel)?;
+            }
             let secs = last_at.elapsed().as_secs_f64();
             if opts.stats > 0.0 && secs >= opts.stats {
                 let now = Counters::read(&self.skel, self.nr_shards)?;
@@ -289,6 +322,9 @@ impl<'a> Scheduler<'a> {
                     started.elapsed().as_secs_f64(),
                     now.rate_line(&last, secs)
                 );
+                if let Some(b) = balancer.as_deref() {
+                    println!("mosaic          | {}", b.summary());
+                }
                 last = now;
                 last_at = Instant::now();
             }
@@ -369,6 +405,42 @@ fn parse_opts() -> Opts {
     }
 }
 
+/// Prints what the scheduler is about to run on.
+fn print_banner(opts: &Opts, topo: &Topology, layout: &ShardLayout) {
+    println!(
+        "scx_mosaic {}: {} CPUs, {} cores{}, {} LLCs, {} NUMA nodes; {}",
+        env!("CARGO_PKG_VERSION"),
+        topo.cpus.len(),
+        topo.cores.len(),
+        if topo.smt() { " (SMT)" } else { "" },
+        topo.llcs.len(),
+        topo.nodes.len(),
+        if opts.no_shared_runq {
+            "per-CPU queues only (--no-shared-runq)".to_string()
+        } else {
+            let shards: Vec<String> = layout.shards.iter().map(|s| cpulist::format(s)).collect();
+            format!("shards [{}]", shards.join("] ["))
+        }
+    );
+}
+
+/// The group balancer's configuration, validated, if --gb-parent is given.
+fn group_config(opts: &Opts, topo: &Topology) -> Result<Option<group::GroupConfig>> {
+    match &opts.gb_parent {
+        Some(parent) => Ok(Some(group::GroupConfig::new(
+            parent,
+            opts.gb_partitions.as_deref().unwrap_or("llc"),
+            opts.gb_period_ms,
+            !opts.no_group_balancer,
+            topo,
+        )?)),
+        None if opts.no_group_balancer || opts.gb_partitions.is_some() => {
+            bail!("--gb-partitions and --no-group-balancer need --gb-parent")
+        }
+        None => Ok(None),
+    }
+}
+
 /// Reads the topology and lays out the shards, within the BPF limits.
 fn read_topology(opts: &Opts) -> Result<(Topology, ShardLayout)> {
     let mut topo = Topology::from_sysfs().context("reading the CPU topology")?;
@@ -411,21 +483,6 @@ fn read_topology(opts: &Opts) -> Result<(Topology, ShardLayout)> {
             bpf_intf::mosaic_limits_MAX_SHARDS
         );
     }
-    println!(
-        "scx_mosaic {}: {} CPUs, {} cores{}, {} LLCs, {} NUMA nodes; {}",
-        env!("CARGO_PKG_VERSION"),
-        topo.cpus.len(),
-        topo.cores.len(),
-        if topo.smt() { " (SMT)" } else { "" },
-        topo.llcs.len(),
-        topo.nodes.len(),
-        if opts.no_shared_runq {
-            "per-CPU queues only (--no-shared-runq)".to_string()
-        } else {
-            let shards: Vec<String> = layout.shards.iter().map(|s| cpulist::format(s)).collect();
-            format!("shards [{}]", shards.join("] ["))
-        }
-    );
     Ok((topo, layout))
 }
 
@@ -445,14 +502,17 @@ fn run(opts: &Opts) -> Result<i32> {
     } else {
         None
     };
-    let (exit, topo, layout) = loop {
+    let (exit, topo, layout, balancer) = loop {
         // read afresh at every (re)start: after hotplug the CPU set differs
         let (topo, layout) = read_topology(opts)?;
+        let gb = group_config(opts, &topo)?;
+        print_banner(opts, &topo, &layout);
+        let mut balancer = gb.clone().map(|cfg| group::Balancer::new(cfg, &topo));
         let mut object = MaybeUninit::uninit();
-        let mut sched = Scheduler::init(opts, &topo, &layout, &mut object)
+        let mut sched = Scheduler::init(opts, &topo, &layout, gb.as_ref(), &mut object)
             .context("loading the BPF scheduler")?;
         println!("scx_mosaic: attached; Ctrl-C to detach");
-        let (exit, counters, costs) = sched.run(opts, &shutdown, started)?;
+        let (exit, counters, costs) = sched.run(opts, &shutdown, started, balancer.as_mut())?;
         totals.add(&counters);
         stats::add_costs(&mut prog_costs, &costs);
         if exit.is_ejection() {
@@ -466,7 +526,7 @@ fn run(opts: &Opts) -> Result<i32> {
             eprintln!("scx_mosaic: restarting: {} ({})", exit.reason, exit.msg);
             continue;
         }
-        break (exit, topo, layout);
+        break (exit, topo, layout, balancer);
     };
 
     let line = format!(
@@ -505,6 +565,9 @@ fn run(opts: &Opts) -> Result<i32> {
         report.insert("no_shared_runq".into(), opts.no_shared_runq.into());
         report.insert("shards".into(), serde_json::to_value(&layout.shards)?);
         report.insert("llcs".into(), serde_json::to_value(&topo.llcs)?);
+        if let Some(b) = &balancer {
+            report.insert("group_balancer".into(), b.to_json());
+        }
         write_stats_file(path, &Value::Object(report))?;
     }
     if exit.is_ejection() {

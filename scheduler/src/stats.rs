@@ -54,6 +54,11 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
         "wake_remote_idle",
     ),
     (bpf_intf::mosaic_stat_STAT_WAKE_CAPACITY, "wake_capacity"),
+    (
+        bpf_intf::mosaic_stat_STAT_WAKE_GROUP_PART,
+        "wake_group_part",
+    ),
+    (bpf_intf::mosaic_stat_STAT_GROUP_FALLBACK, "group_fallback"),
     (bpf_intf::mosaic_stat_STAT_WAKE_BUSY, "wake_busy"),
     (
         bpf_intf::mosaic_stat_STAT_DIRECT_DISPATCHES,
@@ -70,6 +75,8 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
     (bpf_intf::mosaic_stat_STAT_INSERT_QUEUED, "insert_queued"),
     (bpf_intf::mosaic_stat_STAT_MIGRATIONS, "migrations"),
     (bpf_intf::mosaic_stat_STAT_MISFIT_MOVES, "misfit_moves"),
+    (bpf_intf::mosaic_stat_STAT_GROUP_MOVES, "group_moves"),
+    (bpf_intf::mosaic_stat_STAT_GROUP_QUEUED, "group_queued"),
     (bpf_intf::mosaic_stat_STAT_DEBUG_DROPS, "debug_drops"),
 ];
 
@@ -81,7 +88,7 @@ pub struct Counters {
 }
 
 /// Sums one entry of a per-CPU array map of u64 over all CPUs.
-fn sum_percpu(map: &dyn MapCore, idx: u32) -> Result<u64> {
+pub fn sum_percpu(map: &dyn MapCore, idx: u32) -> Result<u64> {
     let per_cpu = map
         .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)
         .context("reading a counter map")?

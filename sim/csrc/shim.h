@@ -39,6 +39,14 @@
 
 #undef bpf_for
 #define bpf_for(i, start, end) for ((i) = (start); (i) < (end); (i)++)
+#undef bpf_for_each
+/* open iterator ___it of @type on @args, step @cur through it, destroy it */
+#define bpf_for_each(type, cur, args...)                                      \
+	for (struct bpf_iter_##type ___it                                    \
+		     __attribute__((cleanup(bpf_iter_##type##_destroy))),     \
+	     *___once __attribute__((unused)) =                              \
+		     (bpf_iter_##type##_new(&___it, ##args), (void *)0);     \
+	     ((cur) = bpf_iter_##type##_next(&___it));)
 #undef bpf_repeat
 #define bpf_repeat(n) for (int ___i = 0; ___i < (n); ___i++)
 #undef can_loop

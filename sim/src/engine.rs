@@ -805,6 +805,12 @@ impl Engine {
     /// scx_bpf_dsq_move_to_local from ops.dispatch on @cpu: the first task of
     /// @dsq allowed on @cpu moves to @cpu's local DSQ.
     pub fn move_to_local(&mut self, dsq: u64) -> bool {
+        self.move_task_to_local(dsq, None)
+    }
+
+    /// Moves the first task of @dsq that may run here (or only task @only,
+    /// as scx_bpf_dsq_move() from an iterator does) to this CPU's local DSQ.
+    pub fn move_task_to_local(&mut self, dsq: u64, only: Option<usize>) -> bool {
         let cpu = match self.ctx {
             Ctx::Dispatch { cpu } => cpu,
             _ => {
@@ -830,7 +836,7 @@ impl Engine {
             return false;
         }
         let tasks = &self.tasks;
-        let found = d.find(|t| tasks[t].allowed[cpu]);
+        let found = d.find(|t| tasks[t].allowed[cpu] && only.is_none_or(|o| o == t));
         let which = if dsq == ffi::SCX_DSQ_GLOBAL {
             LockId::Global
         } else {

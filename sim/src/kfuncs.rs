@@ -201,6 +201,30 @@ pub extern "C" fn scx_bpf_dsq_peek(dsq: u64) -> *mut task_struct {
     }
 }
 
+/// scx_bpf_dsq_move(): move task @p, met while iterating a DSQ, to this
+/// CPU's local DSQ (the only destination Mosaic uses).
+#[no_mangle]
+pub unsafe extern "C" fn scx_bpf_dsq_move___new(
+    it: *mut u64,
+    p: *mut task_struct,
+    dsq_id: u64,
+    _enq_flags: u64,
+) -> bool {
+    let e = eng();
+    let Some(&(src, _)) = e.iters.get(&it.read()) else {
+        return false;
+    };
+    if dsq_id != SCX_DSQ_LOCAL {
+        e.error(
+            SCX_EXIT_ERROR_BPF,
+            format!("scx_bpf_dsq_move to 0x{dsq_id:x}: only SCX_DSQ_LOCAL is modelled"),
+        );
+        return false;
+    }
+    let t = e.task_of(p);
+    e.move_task_to_local(src, Some(t))
+}
+
 /// struct bpf_iter_scx_dsq is 6 opaque u64s: [iterator id, ...].
 #[no_mangle]
 pub unsafe extern "C" fn bpf_iter_scx_dsq_new(it: *mut u64, dsq: u64, _flags: u64) -> i32 {

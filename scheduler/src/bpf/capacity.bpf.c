@@ -142,3 +142,21 @@ static __always_inline s32 misfit_target(struct task_struct *p,
 		return -1;
 	return pick_idle_by_capacity(p, tctx->util, cpu, NULL, CAP_FIT_ONLY);
 }
+
+/* Claim an idle CPU of @dom for a task of @util: whole core first. */
+static __always_inline s32 pick_idle_in(struct task_struct *p, u32 util,
+					const struct cpumask *dom, s32 prev)
+{
+	s32 cpu;
+
+	if (!dom)
+		return -1;
+	if (asym_capacity)
+		return pick_idle_by_capacity(p, util, prev, dom, CAP_FIT_ONLY);
+	if (smt_enabled) {
+		cpu = scx_bpf_pick_idle_cpu(dom, SCX_PICK_IDLE_CORE);
+		if (cpu >= 0)
+			return cpu;
+	}
+	return scx_bpf_pick_idle_cpu(dom, 0);
+}

@@ -17,6 +17,13 @@ enum mosaic_limits {
 	/* an LLC is split into at most this many shards */
 	MAX_SHARDS_PER_LLC = 64,
 	MAX_COMM = 16,
+	/* group balancer: CPU partitions, and cgroups tracked */
+	MAX_PARTS = 32,
+	MAX_GROUPS = 4096,
+	/* a steal looks at this many tasks of a shard for one of its group */
+	STEAL_LOOK_AHEAD = 8,
+	/* ... and takes another group's after this many scans in a row */
+	STEAL_FOREIGN_AFTER = 4,
 };
 
 /*
@@ -59,6 +66,8 @@ enum mosaic_stat {
 	STAT_WAKE_REMOTE_IDLE,	     /* idle CPU found beyond prev's LLC */
 	STAT_WAKE_CAPACITY,	     /* idle CPU found by the capacity search */
 	STAT_WAKE_BUSY,		     /* no idle CPU: the task queues */
+	STAT_WAKE_GROUP_PART, /* idle CPU found in the group's partition */
+	STAT_GROUP_FALLBACK,  /* the partition had none: searched wider */
 	/* F2 L2-scoped insertion: how the woken task reached its CPU */
 	STAT_DIRECT_DISPATCHES,	 /* inserted straight into a local DSQ */
 	STAT_INSERT_DIRECT_L2,	 /* ... the waker's CPU shares an L2 with it */
@@ -67,6 +76,8 @@ enum mosaic_stat {
 	/* F3 capacity (capacity.bpf.c) */
 	STAT_MIGRATIONS,   /* task started on a CPU other than its last */
 	STAT_MISFIT_MOVES, /* task too big for its CPU moved to an idle one */
+	STAT_GROUP_MOVES,  /* task moved into its group's partition */
+	STAT_GROUP_QUEUED, /* ... queued on a shard of the partition */
 	STAT_DEBUG_DROPS,  /* tasks lost on purpose by --debug-drop-comm */
 	NR_MOSAIC_STATS,
 };

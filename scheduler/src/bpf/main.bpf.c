@@ -28,6 +28,7 @@ char _license[] SEC("license") = "GPL";
 #include "capacity.bpf.c"
 #include "gate.bpf.c"
 #include "shard.bpf.c"
+#include "group.bpf.c"
 #include "steal.bpf.c"
 #include "wakeup.bpf.c"
 
@@ -100,8 +101,18 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 			stat_inc(STAT_MISFIT_MOVES);
 			return;
 		}
+		/* ... or outside its group's partition, with an idle CPU in */
+		target = group_target(p, tctx, cpu);
+		if (target >= 0) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | target,
+					   slice_ns, enq_flags);
+			kick_claimed(target);
+			stat_inc(STAT_GROUP_MOVES);
+			return;
+		}
 	}
 
+	cpu = group_queue_cpu(p, tctx, cpu);
 	queue_task(p, cpu, enq_flags);
 	kick_for(p, cpu);
 }
@@ -126,17 +137,22 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	tctx->last_cpu = cpu;
 	util_running(tctx, now);
 	vtime_running(p, tctx, cpu, now);
+	group_running(p, tctx);
 }
 
 void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 	u64 now = scx_bpf_now();
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 ran;
 
 	if (!tctx)
 		return;
-	util_stopping(tctx, scx_bpf_task_cpu(p), now);
-	vtime_charge(p, tctx, now);
+	ran = task_ran(tctx, now);
+	util_stopping(tctx, cpu, now);
+	vtime_charge(p, ran);
+	group_account(tctx, cpu, ran);
 }
 
 void BPF_STRUCT_OPS(mosaic_enable, struct task_struct *p)
@@ -170,6 +186,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(mosaic_init)
 		ret = shard_init();
 	if (!ret)
 		ret = gate_init();
+	if (!ret)
+		ret = group_init();
 	return ret;
 }
 

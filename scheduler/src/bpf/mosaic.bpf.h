@@ -24,6 +24,9 @@ const volatile bool asym_capacity;     /* CPUs differ in capacity */
 const volatile bool no_l2_locality;   /* seed 001 off: LLC is the near domain */
 const volatile bool no_prev_first;    /* seed 002 off: asym skips prev check */
 const volatile bool no_overload_gate; /* seed 003 off: always steal-scan */
+const volatile bool group_accounting; /* --gb-parent given: account cgroups */
+const volatile bool group_balancer;   /* ... and bind them to partitions */
+const volatile u32 nr_parts;	      /* CPU partitions of the group balancer */
 /* period of the overload gate's scan */
 const volatile u64 overload_scan_ns = 10000000;
 /* test switch: lose every task with this command name */
@@ -33,6 +36,7 @@ const volatile char debug_drop_comm[MAX_COMM];
 const volatile u32 nr_l2s = 1;		   /* L2 groups, numbered 0..nr_l2s-1 */
 const volatile u32 cpu_llc[MAX_CPUS];	   /* LLC index of each CPU */
 const volatile u32 cpu_l2[MAX_CPUS];	   /* L2 group index of each CPU */
+const volatile s32 cpu_part[MAX_CPUS];	   /* partition of each CPU, -1 none */
 const volatile u32 cpu_capacity[MAX_CPUS]; /* capacity, 1024 = biggest */
 const volatile u32 llc_node[MAX_LLCS];	   /* NUMA node of each LLC */
 const volatile u32 cpu_shard[MAX_CPUS];	   /* global shard index of each CPU */
@@ -65,6 +69,7 @@ struct task_ctx {
 	u32 util;	/* decayed average of running time, capacity units */
 	s32 last_cpu;	/* CPU it last ran on, -1 before its first run */
 	s32 wake_cpu;	/* idle CPU claimed for it at wakeup, -1 if none */
+	u64 cgid;	/* id of its cgroup (group balancer) */
 };
 
 struct {

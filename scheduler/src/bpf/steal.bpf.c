@@ -22,6 +22,58 @@
  * close, and the gate keeps the scan off the path when nothing waits.
  */
 
+/* Per-CPU steal state. */
+struct steal_ctx {
+	u32 foreign_waits; /* scans in a row that left only other groups' tasks
+			    */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, u32);
+	__type(value, struct steal_ctx);
+	__uint(max_entries, 1);
+} steal_ctxs SEC(".maps");
+
+/*
+ * Take a task from @dsq, another LLC's shard. With the group balancer on,
+ * prefer tasks of groups settled on @cpu's partition or of no group; another
+ * group's task is taken only after STEAL_FOREIGN_AFTER scans in a row found
+ * nothing else (as the kernel migrates a cache-hot task only after repeated
+ * balance failures): its group is bound softly, not exclusively.
+ */
+static __always_inline bool steal_from(s32 cpu, u64 dsq, enum mosaic_stat stat)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	struct steal_ctx *sctx;
+	s32 mine = part_of(cpu), part;
+	u32 key = 0, seen = 0;
+	bool foreign_ok;
+
+	if (!group_balancer)
+		return pull_from(dsq, stat);
+	sctx = bpf_map_lookup_elem(&steal_ctxs, &key);
+	if (!sctx)
+		return false;
+	foreign_ok = sctx->foreign_waits >= STEAL_FOREIGN_AFTER;
+	bpf_for_each (scx_dsq, p, dsq, 0) {
+		if (++seen > STEAL_LOOK_AHEAD)
+			break;
+		tctx = task_ctx_of(p);
+		part = tctx ? group_part(tctx) : -1;
+		if (part >= 0 && part != mine && !foreign_ok)
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			sctx->foreign_waits = 0;
+			stat_inc(stat);
+			return true;
+		}
+	}
+	sctx->foreign_waits++;
+	return false;
+}
+
 /*
  * Take a task from the busiest shard of another LLC: of @cpu's node if any
  * waits there, else of another node. One pass over the shard lengths.
@@ -47,9 +99,11 @@ static __always_inline bool steal_from_llcs(s32 cpu)
 			far = s;
 		}
 	}
-	if (near_q && pull_from(shard_dsq_id(near), STAT_STEAL_PULLS_NODE))
+	if (near_q &&
+	    steal_from(cpu, shard_dsq_id(near), STAT_STEAL_PULLS_NODE))
 		return true;
-	return far_q && pull_from(shard_dsq_id(far), STAT_STEAL_PULLS_REMOTE);
+	return far_q &&
+	       steal_from(cpu, shard_dsq_id(far), STAT_STEAL_PULLS_REMOTE);
 }
 
 /* The cross-LLC steal scan of a CPU with nothing in its LLC; true on a hit. */

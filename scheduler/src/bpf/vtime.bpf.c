@@ -55,16 +55,21 @@ vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 	tctx->started_at = now;
 }
 
-/* @p stops running at @now: charge the time it ran, scaled by its weight. */
-static __always_inline void vtime_charge(struct task_struct *p,
-					 struct task_ctx *tctx, u64 now)
+/* How long the task of @tctx ran, stopping at @now; 0 if unknown. */
+static __always_inline u64 task_ran(struct task_ctx *tctx, u64 now)
+{
+	u64 start = tctx->started_at;
+
+	tctx->started_at = 0;
+	return start && time_before(start, now) ? now - start : 0;
+}
+
+/* @p stopped running after @ran ns: charge it, scaled by its weight. */
+static __always_inline void vtime_charge(struct task_struct *p, u64 ran)
 {
 	u64 weight = p->scx.weight ?: 100;
 
-	if (!tctx->started_at || time_before(now, tctx->started_at))
-		return;
-	p->scx.dsq_vtime += (now - tctx->started_at) * 100 / weight;
-	tctx->started_at = 0;
+	p->scx.dsq_vtime += ran * 100 / weight;
 }
 
 /* A task joins: start it at its LLC's present. */

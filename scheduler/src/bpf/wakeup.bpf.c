@@ -10,8 +10,9 @@
  * the nearest idle CPU: an idle whole core, then an idle CPU, in prev's L2
  * group; then the same in prev's LLC; then anywhere. On asymmetric machines
  * each step only accepts CPUs the task fits, and the last one is the
- * best-fitting idle CPU, else the biggest. No idle CPU: the task queues on
- * its LLC's shared runqueue (shard.bpf.c).
+ * best-fitting idle CPU, else the biggest. A task of a cgroup the group
+ * balancer settled tries its partition first (group.bpf.c). No idle CPU: the
+ * task queues on its LLC's shared runqueue (shard.bpf.c).
  *
  * Getting there (seed 001): the waker inserts the task straight into the
  * target CPU's local DSQ only when both share an L2. A target farther away
@@ -43,24 +44,6 @@ static __always_inline bool cpu_is_idle(s32 cpu)
 
 	scx_bpf_put_idle_cpumask(idle);
 	return ret;
-}
-
-/* Claim an idle CPU of @dom for a task of @util: whole core first. */
-static __always_inline s32 pick_idle_in(struct task_struct *p, u32 util,
-					const struct cpumask *dom, s32 prev)
-{
-	s32 cpu;
-
-	if (!dom)
-		return -1;
-	if (asym_capacity)
-		return pick_idle_by_capacity(p, util, prev, dom, CAP_FIT_ONLY);
-	if (smt_enabled) {
-		cpu = scx_bpf_pick_idle_cpu(dom, SCX_PICK_IDLE_CORE);
-		if (cpu >= 0)
-			return cpu;
-	}
-	return scx_bpf_pick_idle_cpu(dom, 0);
 }
 
 /* Count where the idle CPU @cpu was found for a task that ran on @prev. */
@@ -103,6 +86,10 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 			stat_inc(STAT_WAKE_CAPACITY);
 		return cpu;
 	}
+
+	cpu = pick_in_group_part(p, tctx, prev);
+	if (cpu >= 0)
+		return cpu;
 
 	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr)) {
 		if (!task_fits(prev, util)) {

@@ -1,0 +1,86 @@
+"""VM tests of the group balancer (seed 004) on `2llc-smt`: 8 CPUs, two LLCs
+(the default partitions: 0-3 and 4-7), two cgroups of 4 CPU-bound threads."""
+
+from vmtest import assert_counters_consistent, assert_not_ejected, boot
+
+# cgroups a and b under gb/, each running 4 sysbench cpu threads for 8 s;
+# meanwhile cgroups come and go under gb/, and the userspace process is
+# stopped (SIGSTOP) for 2 s: BPF keeps scheduling, balancing resumes after.
+SCRIPT = r"""
+. /mosaic/guest/lib.sh
+CG=/sys/fs/cgroup
+mkdir -p $CG/gb/a $CG/gb/b
+for mode in on off; do
+    flags=""; [ $mode = on ] || flags=--no-group-balancer
+    start_mosaic --gb-parent gb $flags --stats 0 --stats-file /tmp/$mode.json || exit 1
+    pids=""
+    for g in a b; do
+        sh -c "echo \$\$ >$CG/gb/$g/cgroup.procs; exec sysbench cpu --threads=4 --time=8 run" \
+            >/tmp/sb.$g 2>&1 &
+        pids="$pids $!"
+    done
+    for i in 1 2 3 4 5; do mkdir $CG/gb/churn$i; sleep 0.2; done
+    kill -STOP $MOSAIC_PID; sleep 2; report state_stopped_$mode "$(cat $SCX/state)"
+    kill -CONT $MOSAIC_PID
+    for i in 1 2 3 4 5; do rmdir $CG/gb/churn$i; sleep 0.2; done
+    wait $pids
+    for g in a b; do report eps_${mode}_$g "$(sed -n 's/.*events per second: *//p' /tmp/sb.$g)"; done
+    stop_mosaic
+    report_json $mode /tmp/$mode.json
+done
+"""
+
+
+def test_groups_settle_into_distinct_partitions_and_stay_there():
+    g = boot("2llc-smt", SCRIPT, timeout=400)
+    assert g.rc == 0, g.out
+    on, off = g.json["on"], g.json["off"]
+    for s in (on, off):
+        assert_not_ejected(g, s)
+        assert_counters_consistent(s)
+    assert g["state_stopped_on"] == "enabled", "scheduling stopped with userspace"
+    groups = {x["path"]: x for x in on["group_balancer"]["groups"]}
+    # the churn cgroups were removed again: only a and b are left
+    assert sorted(groups) == ["a", "b"], groups
+    a, b = groups["a"], groups["b"]
+    assert a["partition"] is not None and b["partition"] is not None
+    assert a["partition"] != b["partition"], groups
+    assert a["exclusivity"] >= 0.9 and b["exclusivity"] >= 0.9, groups
+    assert a["settles"] >= 1 and b["settles"] >= 1
+    base = {x["path"]: x for x in off["group_balancer"]["groups"]}
+    assert base["a"]["partition"] is None and base["a"]["settles"] == 0
+    # without the balancer both groups spread over both partitions
+    assert max(base["a"]["exclusivity"], base["b"]["exclusivity"]) < 0.8, base
+    print("exclusivity with / without the balancer: "
+          f"a {a['exclusivity']:.2f} / {base['a']['exclusivity']:.2f}, "
+          f"b {b['exclusivity']:.2f} / {base['b']['exclusivity']:.2f}; sysbench events/s "
+          f"on: {g['eps_on_a']} + {g['eps_on_b']}, off: {g['eps_off_a']} + {g['eps_off_b']} "
+          "(TCG, noisy, no cache model)")
+
+
+def test_bad_group_balancer_input_loads_nothing():
+    g = boot("2llc-smt", r"""
+. /mosaic/guest/lib.sh
+mkdir -p /sys/fs/cgroup/gb
+n=0
+for args in "--gb-parent /nonexistent" "--gb-parent /tmp" "--gb-parent gb --gb-partitions 0-3;3-7" \
+            "--gb-parent gb --gb-partitions 0-3;4-9" "--gb-parent gb --gb-partitions 0-3;;4-7" \
+            "--gb-partitions llc" "--gb-parent gb --gb-period-ms 0"; do
+    n=$((n + 1))
+    scx_mosaic $args >/tmp/out 2>&1; report rc_$n $?
+    report lines_$n "$(wc -l </tmp/out)"
+    report msg_$n "$(cat /tmp/out)"
+done
+report state "$(cat $SCX/state)"
+""", timeout=200)
+    assert g.rc == 0, g.out
+    for n in range(1, 8):
+        assert g[f"rc_{n}"] != "0", g.out
+        assert g[f"lines_{n}"] == "1", g[f"msg_{n}"]
+    assert "not a cgroup directory" in g["msg_1"]
+    assert "not on a cgroup v2" in g["msg_2"] or "not a cgroup directory" in g["msg_2"]
+    assert "two partitions" in g["msg_3"]
+    assert "not an online CPU" in g["msg_4"]
+    assert "is empty" in g["msg_5"]
+    assert "need --gb-parent" in g["msg_6"]
+    assert g["state"] == "disabled"
