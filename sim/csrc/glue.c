@@ -158,6 +158,20 @@ struct cgroup *sim_cgroup_alloc(u64 id, s32 level)
 	return c;
 }
 
+/* Make @cgrp @p's cgroup v2 membership (p->cgroups->dfl_cgrp). */
+void sim_task_set_cgroup(struct task_struct *p, struct cgroup *cgrp)
+{
+	struct css_set *cset = p->cgroups;
+
+	if (!cset) {
+		cset = calloc(1, sizeof(*cset));
+		if (!cset)
+			return;
+		p->cgroups = cset;
+	}
+	cset->dfl_cgrp = cgrp;
+}
+
 u64 sim_cgroup_id(struct cgroup *c)
 {
 	return c && c->kn ? c->kn->id : 0;

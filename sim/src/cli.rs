@@ -14,7 +14,10 @@ const USAGE: &str = "usage: mosaic-sim --machine M --workload W[:k=v,...] [--sch
        mosaic-sim report [--out docs/sim-report.md] [--quick]
 
 --sched-arg passes one of the scheduler's own flags (--no-shared-runq,
---shard-size N, --slice-us N, --cpu-capacity SPEC, any --no-<mechanism>).
+--shard-size N, --slice-us N, --cpu-capacity SPEC, --overload-scan-us N,
+--gb-parent X [--gb-partitions SPEC] [--gb-period-ms N] [--no-group-balancer],
+any --no-<mechanism>). In the simulator --gb-parent balances every cgroup
+of the workload (memgroups puts each group in its own).
 --cost overrides one cost-model parameter (src/cost.rs), e.g.
 --cost ttwu_boundary=l2 models seed 001's kernel patch.";
 
@@ -105,7 +108,7 @@ fn parse(argv: &[String]) -> Result<Args> {
 fn run(a: &Args) -> Result<i32> {
     let mut m = Machine::preset(&a.machine)?;
     let sargs = SchedArgs::parse(&a.sched)?;
-    let layout = sched::write_tunables(&mut m, &sargs)?;
+    let loaded = sched::write_tunables(&mut m, &sargs)?;
     let mut costs = Costs::default();
     for c in &a.costs {
         costs.set(c)?;
@@ -120,6 +123,8 @@ fn run(a: &Args) -> Result<i32> {
         trace_limit: 2_000_000,
         watchdog_ns: 30_000_000_000,
         idle_bound_ns: 20_000_000,
+        ops_flags_or: loaded.ops_flags,
+        group_balancer: loaded.gb,
     };
     let label = a.label.clone().unwrap_or_else(|| {
         if a.sched.is_empty() {
@@ -133,7 +138,7 @@ fn run(a: &Args) -> Result<i32> {
     let out = engine.run(&label);
     let wall = started.elapsed().as_secs_f64();
     let mut json = out.json;
-    json["shards"] = serde_json::json!(layout.shards.len());
+    json["shards"] = serde_json::json!(loaded.layout.shards.len());
     json["workload_name"] = serde_json::json!(a.workload);
     json["workload_opts"] = serde_json::json!(a.wl_opts);
     // wall time is not deterministic: kept out of the JSON, printed instead

@@ -63,6 +63,10 @@ pub trait Wl {
     fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step;
     fn done(&self) -> bool;
     fn metrics(&self, end: u64) -> Value;
+    /// CPU the first task starts on (the others follow, one CPU each).
+    fn first_cpu(&self) -> usize {
+        0
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -201,6 +205,8 @@ enum Ev {
     TtwuPending { cpu: usize, t: usize, from: usize },
     Timer { id: usize, gen: u64 },
     Check,
+    /// a period of the group balancer's userspace loop
+    Balance,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -222,6 +228,10 @@ pub struct Config {
     pub watchdog_ns: u64,
     /// bound for "idle while an allowed task waits in its LLC" (ns)
     pub idle_bound_ns: u64,
+    /// ops flags the loader adds to the ops table's (sched::LOADER_OPS_FLAGS)
+    pub ops_flags_or: u64,
+    /// the group balancer's userspace half, with --gb-parent (group.rs)
+    pub group_balancer: Option<crate::group::GbConfig>,
 }
 
 pub struct Engine {
@@ -273,6 +283,7 @@ pub struct Engine {
     pub kfunc_calls: u64,
     pub events_done: u64,
     cgroups: Vec<*mut ffi::cgroup>,
+    gb: Option<crate::group::Balancer>,
     /// BPF timers by address: (map, callback, cpu, generation, key)
     timers: BTreeMap<usize, (usize, usize, usize, u64, u32)>,
     nr_dead: usize,
@@ -389,6 +400,7 @@ impl Engine {
             kfunc_calls: 0,
             events_done: 0,
             cgroups: Vec::new(),
+            gb: None,
             timers: BTreeMap::new(),
             nr_dead: 0,
             cfg,
@@ -1457,6 +1469,16 @@ fn on_event(ev: Ev) {
             flush_kicks();
         }
         Ev::Check => check(),
+        Ev::Balance => {
+            let e = eng();
+            if let Some(mut b) = e.gb.take() {
+                b.tick(e);
+                let e = eng();
+                let at = e.now + b.period_ns();
+                e.gb = Some(b);
+                e.push(at, Ev::Balance);
+            }
+        }
     }
 }
 
@@ -1561,7 +1583,7 @@ impl Engine {
         std::mem::forget(self);
         unsafe { ffi::sim_register_maps() };
         let e = eng();
-        e.ops_flags = unsafe { ffi::sim_ops_flags() };
+        e.ops_flags = unsafe { ffi::sim_ops_flags() } | e.cfg.ops_flags_or;
         let timeout = unsafe { ffi::sim_ops_timeout_ms() };
         if timeout > 0 {
             e.cfg.watchdog_ns = timeout as u64 * 1_000_000;
@@ -1583,6 +1605,7 @@ impl Engine {
         }
         // cgroups, then tasks: init_task, enable, and a first wakeup
         let specs = eng().wl.tasks();
+        let start = eng().wl.first_cpu();
         let ngroups = specs.iter().map(|s| s.cgroup).max().unwrap_or(0) + 1;
         let mut cgroups = Vec::new();
         for g in 0..ngroups {
@@ -1592,6 +1615,17 @@ impl Engine {
             cgroups.push(cg);
         }
         eng().cgroups = cgroups.clone();
+        // the balancer registers the cgroups below --gb-parent: all but root
+        if let Some(cfg) = eng().cfg.group_balancer.clone() {
+            let e = eng();
+            let mut b = crate::group::Balancer::new(cfg, e);
+            for &cg in &cgroups[1..] {
+                b.register(e, unsafe { ffi::sim_cgroup_id(cg) });
+            }
+            let first = b.period_ns();
+            e.gb = Some(b);
+            e.push(first, Ev::Balance);
+        }
         for (i, s) in specs.into_iter().enumerate() {
             let e = eng();
             let comm = CString::new(s.name.clone()).unwrap();
@@ -1613,9 +1647,10 @@ impl Engine {
             let nr_allowed = allowed.iter().filter(|&&a| a).count();
             let first = allowed.iter().position(|&a| a).unwrap_or(0);
             // spread the initial placement like fork balancing does
-            let cpu = (first + i) % n;
+            let cpu = (first + start + i) % n;
             let cpu = if allowed[cpu] { cpu } else { first };
             let cg = cgroups[s.cgroup];
+            unsafe { ffi::sim_task_set_cgroup(p, cg) };
             e.tasks.push(Task {
                 p,
                 spec: s,
@@ -1769,6 +1804,7 @@ impl Engine {
             "lock_wait": {"dsq_wait_s": dsq_wait as f64 / 1e9, "dsq_acquisitions": dsq_acq, "dsq_contended": dsq_cont,
                           "rq_wait_s": rq_wait as f64 / 1e9, "rq_acquisitions": rq_acq, "rq_contended": rq_cont},
             "groups": groups,
+            "group_balancer": self.gb.as_ref().map_or(Value::Null, |b| b.to_json()),
             "exit": {"kind": kind, "msg": msg},
             "invariants": {"ok": self.violations.is_empty(), "violations": self.violations},
             "events": self.events_done,

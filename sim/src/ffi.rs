@@ -49,6 +49,7 @@ pub const BPF_MAP_TYPE_LRU_PERCPU_HASH: u32 = 10;
 pub const BPF_MAP_TYPE_CGRP_STORAGE: u32 = 32;
 pub const BPF_MAP_TYPE_TASK_STORAGE: u32 = 29;
 pub const BPF_LOCAL_STORAGE_GET_F_CREATE: u64 = 1;
+pub const BPF_ANY: u64 = 0;
 pub const BPF_NOEXIST: u64 = 1;
 pub const BPF_EXIST: u64 = 2;
 
@@ -70,6 +71,8 @@ extern "C" {
     pub fn sim_task_set_weight(p: *mut task_struct, w: u32);
     pub fn sim_task_set_cpus(p: *mut task_struct, bits: *const u64, nr_words: u32, nr: u32);
     pub fn sim_cgroup_alloc(id: u64, level: i32) -> *mut cgroup;
+    pub fn sim_task_set_cgroup(p: *mut task_struct, cg: *mut cgroup);
+    pub fn sim_cgroup_id(c: *mut cgroup) -> u64;
     pub fn sim_ops_name() -> *const c_char;
     pub fn sim_ops_flags() -> u64;
     pub fn sim_ops_timeout_ms() -> u32;

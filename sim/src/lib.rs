@@ -4,7 +4,8 @@
 //! Map of the crate: `engine` (events, CPUs, DSQs, the kernel's sched_ext
 //! rules), `kfuncs` + `maps` + `ffi` (the shim the scheduler links against),
 //! `sched` (flags -> tunables, the loader's part), `machine` (presets),
-//! `cost` (every cost, one place), `workload` (task behaviour), `cli` and
+//! `cost` (every cost, one place), `workload` (task behaviour), `group` (the
+//! group balancer's settle loop around group.rs's policy), `cli` and
 //! `report` (the seed A/B report).
 
 // The kfuncs are FFI entry points taking the scheduler's raw pointers.
@@ -27,6 +28,7 @@ pub mod cli;
 pub mod cost;
 pub mod engine;
 pub mod ffi;
+pub mod group;
 pub mod kfuncs;
 pub mod machine;
 pub mod maps;

@@ -259,3 +259,42 @@ impl Maps {
         (((p - base) / 8 / m.words) % m.max_entries.max(1)) as u32
     }
 }
+
+impl Maps {
+    fn by_name(&mut self, name: &str) -> Option<&mut Map> {
+        self.by_addr.values_mut().find(|m| m.name == name)
+    }
+
+    /// Per-CPU hash @name: the value of @key as @n u64s, summed over CPUs
+    /// (zeros if absent). Userspace's lookup_percpu, for the sim's loader.
+    pub fn percpu_hash_sum(&mut self, name: &str, key: &[u8], n: usize) -> Vec<u64> {
+        let nr = self.nr_cpus;
+        let mut out = vec![0u64; n];
+        let Some(m) = self.by_name(name) else {
+            return out;
+        };
+        if let Some(v) = m.hash.get(key) {
+            for cpu in 0..nr {
+                for (i, x) in out.iter_mut().enumerate().take(m.words) {
+                    *x += v[cpu * m.words + i];
+                }
+            }
+        }
+        out
+    }
+
+    /// Userspace's map update of hash @name (BPF_ANY), for the sim's loader.
+    pub fn hash_update(&mut self, name: &str, key: &[u8], val: &[u8]) {
+        let cpu = 0;
+        let Some(addr) = self
+            .by_addr
+            .iter()
+            .find(|(_, m)| m.name == name)
+            .map(|(a, _)| *a)
+        else {
+            panic!("mosaic-sim: the scheduler has no map {name}");
+        };
+        let r = unsafe { self.update(addr, key.as_ptr(), val.as_ptr(), BPF_ANY, cpu) };
+        assert_eq!(r, 0, "updating map {name}");
+    }
+}

@@ -61,9 +61,9 @@ impl Opts {
 
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1"),
-    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000"),
+    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
     ("rr", "request/response (netperf RR-like): clients=N(cpus),loops=2000,think=0,server_ns=3000"),
-    ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096"),
+    ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -285,6 +285,7 @@ pub struct PingPong {
     waiting: Vec<bool>,
     sending: Vec<bool>,
     cost: u64,
+    start: usize,
 }
 
 impl PingPong {
@@ -302,6 +303,7 @@ impl PingPong {
             waiting: vec![false; pairs * 2],
             sending: vec![false; pairs * 2],
             cost: 1200,
+            start: o.get("start", 0) as usize,
         }
     }
 }
@@ -342,6 +344,9 @@ impl Wl for PingPong {
     fn metrics(&self, end: u64) -> Value {
         let ops = self.loops as f64 * self.left.len() as f64 / 2.0;
         json!({"loops": self.loops, "ops_per_sec": ops / (end as f64 / 1e9)})
+    }
+    fn first_cpu(&self) -> usize {
+        self.start
     }
 }
 
@@ -457,11 +462,16 @@ impl Wl for Rr {
 // ---------------------------------------------------------------- memory groups
 
 /// sysbench memory-like: G cgroups × T threads, each thread runs work_ms of
-/// memory-bound work in 1 ms chunks with a short sleep between chunks. Tasks
+/// memory-bound work in 1 ms chunks, sleeping sleep_us between chunks
+/// (default 0: back to back). Tasks
 /// of groups sharing an LLC slow each other down when their working sets
 /// exceed the LLC (engine: memory_bound).
 pub struct MemGroups {
     left: Vec<u64>,
+    sleep_ns: u64,
+    slept: Vec<bool>,
+    /// task i is in group i % groups (spread over CPUs at start), not i / threads
+    interleave: bool,
     groups: usize,
     threads: usize,
     ws: u64,
@@ -473,6 +483,9 @@ impl MemGroups {
         let threads = o.get("threads", 16) as usize;
         MemGroups {
             left: vec![o.get("work_ms", 20); groups * threads],
+            sleep_ns: o.get("sleep_us", 0) * 1000,
+            slept: vec![true; groups * threads],
+            interleave: o.get("interleave", 0) != 0,
             groups,
             threads,
             ws: o.get("ws_kb", 4096) << 10,
@@ -483,9 +496,10 @@ impl MemGroups {
 impl Wl for MemGroups {
     fn tasks(&self) -> Vec<TaskSpec> {
         (0..self.groups * self.threads)
-            .map(|i| TaskSpec {
-                name: format!("mem-g{}", i / self.threads),
-                cgroup: 1 + i / self.threads,
+            .map(|i| (i, if self.interleave { i % self.groups } else { i / self.threads }))
+            .map(|(_, g)| TaskSpec {
+                name: format!("mem-g{g}"),
+                cgroup: 1 + g,
                 weight: 100,
                 cpus: None,
                 ws_bytes: self.ws,
@@ -498,6 +512,11 @@ impl Wl for MemGroups {
         if self.left[t] == 0 {
             return Step::Exit;
         }
+        if self.sleep_ns > 0 && !self.slept[t] {
+            self.slept[t] = true;
+            return Step::Sleep(self.sleep_ns);
+        }
+        self.slept[t] = false;
         self.left[t] -= 1;
         Step::Run(1_000_000)
     }

@@ -99,3 +99,93 @@ fn unknown_scheduler_flag_is_refused() {
     assert_eq!(st.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&st.stderr).contains("no-such-thing"));
 }
+
+fn counter(j: &Value, k: &str) -> u64 {
+    j["counters"][k].as_u64().unwrap()
+}
+
+/// Runs @args with and without @flag: (on, off).
+fn ab(name: &str, args: &[&str], flag: &str) -> (Value, Value) {
+    let (ok_on, on) = sim(&format!("{name}-on"), args);
+    let mut off_args = args.to_vec();
+    off_args.push(flag);
+    let (ok_off, off) = sim(&format!("{name}-off"), &off_args);
+    assert!(ok_on && ok_off, "{name}: {} / {}", on["invariants"], off["invariants"]);
+    (on, off)
+}
+
+#[test]
+fn l2_locality_counters_move_on_seed_001_scenario() {
+    // L2 groups of 2 SMT threads inside one LLC (the VM preset l2-8)
+    let (on, off) = ab(
+        "l2",
+        &["--machine", "l2-8", "--workload", "rr:clients=3,loops=200"],
+        "--sched-arg=--no-l2-locality",
+    );
+    // on: a waker inserts directly only within its L2; beyond, it queues
+    assert_eq!(counter(&on, "insert_direct_wide"), 0);
+    assert!(counter(&on, "insert_queued") > 0);
+    // off: the whole LLC is the direct-insert domain
+    assert!(counter(&off, "insert_direct_wide") > 0);
+    assert_eq!(counter(&off, "insert_queued"), 0);
+    // and the kernel model queues wakeups (SCX_OPS_ALLOW_QUEUED_WAKEUP, set
+    // by the loader) only beyond the LLC: none on this one-LLC machine
+    assert_eq!(on["wakeups"]["queued_ipi"], 0);
+}
+
+#[test]
+fn prev_first_stops_migrations_on_seed_002_big_little() {
+    let (on, off) = ab(
+        "prev",
+        &["--machine", "hikey960", "--workload", "pipe:loops=2000,start=4"],
+        "--sched-arg=--no-prev-first",
+    );
+    let wakeups = 2 * 2000;
+    assert!(counter(&on, "migrations") <= 2, "{}", counter(&on, "migrations"));
+    assert!(counter(&on, "prev_kept") >= wakeups - 2);
+    assert!(counter(&off, "migrations") >= wakeups * 9 / 10);
+    assert_eq!(counter(&off, "prev_kept"), 0);
+}
+
+#[test]
+fn overload_gate_skips_most_steal_scans_under_partial_load_seed_003() {
+    let (on, off) = ab(
+        "gate",
+        &["--machine", "xeon-4s", "--workload", "rr:clients=48,loops=100"],
+        "--sched-arg=--no-overload-gate",
+    );
+    let (done, skipped) = (counter(&on, "steal_scans"), counter(&on, "steal_scans_skipped"));
+    assert!(skipped > 0 && skipped * 4 >= (done + skipped) * 3, "{done} done, {skipped} skipped");
+    // without the gate every idle-time scan is done
+    assert_eq!(counter(&off, "steal_scans_skipped"), 0);
+    assert!(counter(&off, "steal_scans") >= done + skipped);
+}
+
+#[test]
+fn group_balancer_settles_groups_into_partitions_seed_004() {
+    let args = [
+        "--machine",
+        "16cpu",
+        "--workload",
+        "memgroups:groups=4,threads=2,work_ms=60,sleep_us=200,interleave=1",
+        "--sched-arg=--gb-parent=sim",
+        "--sched-arg=--gb-partitions=0-3;4-7;8-11;12-15",
+        "--sched-arg=--gb-period-ms=10",
+    ];
+    let (on, off) = ab("gb", &args, "--sched-arg=--no-group-balancer");
+    let excl = |j: &Value| j["group_balancer"]["mean_exclusivity"].as_f64().unwrap();
+    let groups = on["group_balancer"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 4);
+    // every group settled, into different partitions (one per partition)
+    let mut parts: Vec<i64> = groups.iter().map(|g| g["partition"].as_i64().unwrap()).collect();
+    parts.sort();
+    assert_eq!(parts, vec![0, 1, 2, 3]);
+    // BPF accounted every group's runtime, and the soft binding acted
+    assert!(groups.iter().all(|g| g["runtime_ns_per_partition"].as_array().unwrap().iter().any(|x| x.as_u64() > Some(0))));
+    assert!(counter(&on, "wake_group_part") + counter(&on, "group_moves") > 0);
+    assert!(excl(&on) > 0.9, "{}", excl(&on));
+    // off: accounted, never settled, interleaved groups stay spread
+    assert!(off["group_balancer"]["groups"].as_array().unwrap().iter().all(|g| g["partition"].is_null()));
+    assert_eq!(counter(&off, "wake_group_part"), 0);
+    assert!(excl(&off) < 0.6, "{}", excl(&off));
+}

@@ -155,6 +155,25 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	group_account(tctx, cpu, ran);
 }
 
+/*
+ * A task that keeps its CPU (nothing else to run) is not stopped and started
+ * again: account its running time at every tick too.
+ */
+void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx_of(p);
+	u64 now = scx_bpf_now(), ran;
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (!tctx)
+		return;
+	ran = task_ran(tctx, now);
+	tctx->started_at = now;
+	util_stopping(tctx, cpu, now);
+	vtime_charge(p, ran);
+	group_account(tctx, cpu, ran);
+}
+
 void BPF_STRUCT_OPS(mosaic_enable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
@@ -203,6 +222,7 @@ SCX_OPS_DEFINE(mosaic_ops,
 	       .dispatch	= (void *)mosaic_dispatch,
 	       .running		= (void *)mosaic_running,
 	       .stopping	= (void *)mosaic_stopping,
+	       .tick		= (void *)mosaic_tick,
 	       .enable		= (void *)mosaic_enable,
 	       .init_task	= (void *)mosaic_init_task,
 	       .init		= (void *)mosaic_init,
