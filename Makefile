@@ -27,6 +27,7 @@ run: build
 		vm/run --topo $(TOPO) --timeout 1800 -- "sh /mosaic/guest/demo.sh $(ROUNDS)"; \
 	fi
 
+# (includes bench/tests/smoke.rs: a VM smoke run of the mosaic-bench pipeline, ~30 s)
 unit-test: build
 	cargo test --release
 
@@ -49,3 +50,10 @@ lint: build
 sim-report:
 	cargo build --release -p mosaic-sim
 	target/release/mosaic-sim report --out docs/sim-report.md
+
+# The benchmark suite (mosaic-bench) -> docs/benchmarks.md: the seeds' workloads, schedulers
+# interleaved in one VM boot per scenario, vs EEVDF and sched_ext peers (built once into the
+# cache). SCENARIO=name runs one scenario (merged into the report); FULL=1 runs everything.
+.PHONY: bench
+bench: build
+	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full)

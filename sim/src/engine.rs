@@ -198,12 +198,28 @@ struct Cpu {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
-    RunDone { cpu: usize, gen: u64 },
-    Tick { cpu: usize },
-    Resched { cpu: usize },
-    TimerWake { t: usize },
-    TtwuPending { cpu: usize, t: usize, from: usize },
-    Timer { id: usize, gen: u64 },
+    RunDone {
+        cpu: usize,
+        gen: u64,
+    },
+    Tick {
+        cpu: usize,
+    },
+    Resched {
+        cpu: usize,
+    },
+    TimerWake {
+        t: usize,
+    },
+    TtwuPending {
+        cpu: usize,
+        t: usize,
+        from: usize,
+    },
+    Timer {
+        id: usize,
+        gen: u64,
+    },
     Check,
     /// a period of the group balancer's userspace loop
     Balance,

@@ -180,7 +180,11 @@ impl Balancer {
         if halves >= 1 {
             self.predict_stamp = now;
             for p in self.predict.iter_mut() {
-                *p = if halves > 10 { 0.0 } else { *p / 2f64.powi(halves as i32) };
+                *p = if halves > 10 {
+                    0.0
+                } else {
+                    *p / 2f64.powi(halves as i32)
+                };
             }
         }
         // next due group, round robin after the last one tried
@@ -251,5 +255,6 @@ impl Balancer {
 fn write_pref(e: &mut Engine, cgid: u64, part: Option<usize>) {
     let mut value = [0u8; 8];
     value[..4].copy_from_slice(&part.map_or(-1, |p| p as i32).to_ne_bytes());
-    e.maps.hash_update("group_prefs", &cgid.to_ne_bytes(), &value);
+    e.maps
+        .hash_update("group_prefs", &cgid.to_ne_bytes(), &value);
 }

@@ -81,8 +81,12 @@ fn note_001(a: &Value, b: &Value) -> String {
 fn note_002(a: &Value, b: &Value) -> String {
     format!(
         "migrations {} → {} (seed: 999,364 → 0); prev_kept {} → {}; wake_capacity {} → {}",
-        c(a, "migrations"), c(b, "migrations"), c(a, "prev_kept"), c(b, "prev_kept"),
-        c(a, "wake_capacity"), c(b, "wake_capacity"),
+        c(a, "migrations"),
+        c(b, "migrations"),
+        c(a, "prev_kept"),
+        c(b, "prev_kept"),
+        c(a, "wake_capacity"),
+        c(b, "wake_capacity"),
     )
 }
 
@@ -102,7 +106,11 @@ fn note_004(a: &Value, b: &Value) -> String {
             .as_array()
             .map(|g| {
                 g.iter()
-                    .map(|x| x["partition"].as_i64().map_or("-".into(), |p| p.to_string()))
+                    .map(|x| {
+                        x["partition"]
+                            .as_i64()
+                            .map_or("-".into(), |p| p.to_string())
+                    })
                     .collect::<Vec<_>>()
                     .join(",")
             })
@@ -402,7 +410,11 @@ pub fn main(args: &[String]) -> Result<()> {
             Metric::Ops => "ops/s",
             Metric::SkippedPct => "%",
         };
-        let pts = if matches!(c.metric, Metric::SkippedPct) { " pts" } else { "%" };
+        let pts = if matches!(c.metric, Metric::SkippedPct) {
+            " pts"
+        } else {
+            "%"
+        };
         match row {
             Ok(r) => {
                 let g = gain(c.metric, r.off, r.on);

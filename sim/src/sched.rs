@@ -143,9 +143,7 @@ pub fn write_tunables(m: &mut Machine, args: &SchedArgs) -> Result<Loaded> {
     if topo.nr_cpu_ids > intf::MAX_CPUS || topo.llcs.len() > intf::MAX_LLCS {
         bail!("machine exceeds the scheduler's MAX_CPUS/MAX_LLCS");
     }
-    if args.gb_parent.is_none()
-        && (args.gb_partitions.is_some() || args.no_group_balancer)
-    {
+    if args.gb_parent.is_none() && (args.gb_partitions.is_some() || args.no_group_balancer) {
         bail!("--gb-partitions and --no-group-balancer need --gb-parent");
     }
     let gb = match &args.gb_parent {
@@ -175,7 +173,11 @@ pub fn write_tunables(m: &mut Machine, args: &SchedArgs) -> Result<Loaded> {
     // generic --no-X switches below
     set("overload_scan_ns", 0, args.overload_scan_us * 1000)?;
     for (llc, cpus) in topo.llcs.iter().enumerate() {
-        set("llc_node", llc, topo.cpu(cpus[0]).map_or(0, |c| c.node as u64))?;
+        set(
+            "llc_node",
+            llc,
+            topo.cpu(cpus[0]).map_or(0, |c| c.node as u64),
+        )?;
     }
     if let Some(gb) = &gb {
         set("group_accounting", 0, 1)?;

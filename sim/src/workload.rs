@@ -496,7 +496,16 @@ impl MemGroups {
 impl Wl for MemGroups {
     fn tasks(&self) -> Vec<TaskSpec> {
         (0..self.groups * self.threads)
-            .map(|i| (i, if self.interleave { i % self.groups } else { i / self.threads }))
+            .map(|i| {
+                (
+                    i,
+                    if self.interleave {
+                        i % self.groups
+                    } else {
+                        i / self.threads
+                    },
+                )
+            })
             .map(|(_, g)| TaskSpec {
                 name: format!("mem-g{g}"),
                 cgroup: 1 + g,

@@ -110,7 +110,12 @@ fn ab(name: &str, args: &[&str], flag: &str) -> (Value, Value) {
     let mut off_args = args.to_vec();
     off_args.push(flag);
     let (ok_off, off) = sim(&format!("{name}-off"), &off_args);
-    assert!(ok_on && ok_off, "{name}: {} / {}", on["invariants"], off["invariants"]);
+    assert!(
+        ok_on && ok_off,
+        "{name}: {} / {}",
+        on["invariants"],
+        off["invariants"]
+    );
     (on, off)
 }
 
@@ -137,11 +142,20 @@ fn l2_locality_counters_move_on_seed_001_scenario() {
 fn prev_first_stops_migrations_on_seed_002_big_little() {
     let (on, off) = ab(
         "prev",
-        &["--machine", "hikey960", "--workload", "pipe:loops=2000,start=4"],
+        &[
+            "--machine",
+            "hikey960",
+            "--workload",
+            "pipe:loops=2000,start=4",
+        ],
         "--sched-arg=--no-prev-first",
     );
     let wakeups = 2 * 2000;
-    assert!(counter(&on, "migrations") <= 2, "{}", counter(&on, "migrations"));
+    assert!(
+        counter(&on, "migrations") <= 2,
+        "{}",
+        counter(&on, "migrations")
+    );
     assert!(counter(&on, "prev_kept") >= wakeups - 2);
     assert!(counter(&off, "migrations") >= wakeups * 9 / 10);
     assert_eq!(counter(&off, "prev_kept"), 0);
@@ -151,11 +165,22 @@ fn prev_first_stops_migrations_on_seed_002_big_little() {
 fn overload_gate_skips_most_steal_scans_under_partial_load_seed_003() {
     let (on, off) = ab(
         "gate",
-        &["--machine", "xeon-4s", "--workload", "rr:clients=48,loops=100"],
+        &[
+            "--machine",
+            "xeon-4s",
+            "--workload",
+            "rr:clients=48,loops=100",
+        ],
         "--sched-arg=--no-overload-gate",
     );
-    let (done, skipped) = (counter(&on, "steal_scans"), counter(&on, "steal_scans_skipped"));
-    assert!(skipped > 0 && skipped * 4 >= (done + skipped) * 3, "{done} done, {skipped} skipped");
+    let (done, skipped) = (
+        counter(&on, "steal_scans"),
+        counter(&on, "steal_scans_skipped"),
+    );
+    assert!(
+        skipped > 0 && skipped * 4 >= (done + skipped) * 3,
+        "{done} done, {skipped} skipped"
+    );
     // without the gate every idle-time scan is done
     assert_eq!(counter(&off, "steal_scans_skipped"), 0);
     assert!(counter(&off, "steal_scans") >= done + skipped);
@@ -177,15 +202,26 @@ fn group_balancer_settles_groups_into_partitions_seed_004() {
     let groups = on["group_balancer"]["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 4);
     // every group settled, into different partitions (one per partition)
-    let mut parts: Vec<i64> = groups.iter().map(|g| g["partition"].as_i64().unwrap()).collect();
+    let mut parts: Vec<i64> = groups
+        .iter()
+        .map(|g| g["partition"].as_i64().unwrap())
+        .collect();
     parts.sort();
     assert_eq!(parts, vec![0, 1, 2, 3]);
     // BPF accounted every group's runtime, and the soft binding acted
-    assert!(groups.iter().all(|g| g["runtime_ns_per_partition"].as_array().unwrap().iter().any(|x| x.as_u64() > Some(0))));
+    assert!(groups.iter().all(|g| g["runtime_ns_per_partition"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x.as_u64() > Some(0))));
     assert!(counter(&on, "wake_group_part") + counter(&on, "group_moves") > 0);
     assert!(excl(&on) > 0.9, "{}", excl(&on));
     // off: accounted, never settled, interleaved groups stay spread
-    assert!(off["group_balancer"]["groups"].as_array().unwrap().iter().all(|g| g["partition"].is_null()));
+    assert!(off["group_balancer"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|g| g["partition"].is_null()));
     assert_eq!(counter(&off, "wake_group_part"), 0);
     assert!(excl(&off) < 0.6, "{}", excl(&off));
 }

@@ -1,0 +1,473 @@
+//! mosaic-bench: the seeds' experiments (hackbench, perf bench sched, request/response, grouped
+//! sysbench, redis, schbench, stress-ng) under the kernel's default scheduler, scx_mosaic (and
+//! each of its mechanisms switched off) and sched_ext peers, interleaved in one VM boot per
+//! scenario × topology; medians, ratios to the kernel's default, BPF cost per call; JSON,
+//! Markdown and SVG reports. Also the two workloads written for it: `rr` and `schbench`.
+
+mod model;
+mod report;
+mod rr;
+mod runner;
+mod schbench;
+mod suite;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use model::{Skipped, Suite};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use suite::{Kind, Sched, Size, SCENARIOS, SCHEDS};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Mosaic's benchmark suite: interleaved, side by side with EEVDF and sched_ext peers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run scenarios (default: the default suite) and write the reports
+    Run(RunArgs),
+    /// Rewrite the Markdown report and plots from a results JSON
+    Report {
+        /// Suite JSON (e.g. docs/bench/results.json)
+        #[arg(long)]
+        results: PathBuf,
+        /// Markdown to write
+        #[arg(long, default_value = "docs/benchmarks.md")]
+        doc: PathBuf,
+        /// The command named as the report's producer
+        #[arg(long, default_value = "make bench")]
+        generator: String,
+    },
+    /// List scenarios and schedulers
+    List,
+    /// Build the peer schedulers into the cache (cargo install), if missing
+    Peers,
+    /// Request/response workload (netperf TCP_RR/UDP_RR workalike)
+    Rr {
+        #[arg(long, default_value = "tcp")]
+        proto: String,
+        /// Client/server pairs, one transaction in flight each
+        #[arg(long, default_value_t = 4)]
+        pairs: usize,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+        /// Request and response size (bytes)
+        #[arg(long, default_value_t = 1)]
+        size: usize,
+    },
+    /// schbench workalike: wakeup and request latency percentiles, requests/s
+    Schbench {
+        #[arg(long, default_value_t = 2)]
+        messengers: usize,
+        /// Worker threads per message thread
+        #[arg(long, default_value_t = 4)]
+        workers: usize,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+        /// CPU work per request, microseconds (calibrated at start)
+        #[arg(long, default_value_t = 200)]
+        work_us: u64,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Scenario(s) to run (repeatable or comma-separated; default: the default suite, or all with --full)
+    #[arg(long, value_delimiter = ',')]
+    scenario: Vec<String>,
+    /// VM topology preset(s) (default 1llc; with --full 1llc,2llc-smt)
+    #[arg(long, value_delimiter = ',')]
+    topo: Vec<String>,
+    /// Schedulers (labels; default: the default set, or all with --full)
+    #[arg(long, value_delimiter = ',')]
+    sched: Vec<String>,
+    /// Interleaved rounds per scenario (at least 5 for reported numbers)
+    #[arg(long)]
+    rounds: Option<u32>,
+    /// Every scenario, scheduler and ablation, larger sizes, two topologies
+    #[arg(long)]
+    full: bool,
+    /// Pipeline check: tiny sizes, 1 round, EEVDF + mosaic, one scenario (numbers meaningless)
+    #[arg(long)]
+    smoke: bool,
+    /// Run on this host (a sched_ext machine, as root) instead of the VM
+    #[arg(long)]
+    host: bool,
+    /// Directory for per-run JSON and logs (default target/bench/<time>)
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Also write the Markdown report here (plots and merged results.json next to it, in bench/)
+    #[arg(long)]
+    doc: Option<PathBuf>,
+    /// With --doc: start the report afresh instead of merging into its results.json
+    #[arg(long)]
+    fresh: bool,
+}
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("mosaic-bench: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Run(a) => run(a),
+        Cmd::Report {
+            results,
+            doc,
+            generator,
+        } => {
+            let suite: Suite = serde_json::from_str(&std::fs::read_to_string(&results)?)?;
+            let svg = doc.parent().unwrap_or(Path::new(".")).join("bench");
+            report::write_report(&suite, &doc, &svg, &generator)
+        }
+        Cmd::List => {
+            println!("scenarios (* = default suite):");
+            for s in SCENARIOS {
+                println!(
+                    "  {}{:<16} {}",
+                    if s.default { "*" } else { " " },
+                    s.name,
+                    s.cmd[1]
+                );
+            }
+            println!("schedulers (* = default suite):");
+            for s in SCHEDS {
+                println!(
+                    "  {}{:<24} {}",
+                    if s.default { "*" } else { " " },
+                    s.label,
+                    s.command()
+                );
+            }
+            Ok(())
+        }
+        Cmd::Peers => {
+            let skipped = ensure_peers(&SCHEDS.iter().collect::<Vec<_>>())?;
+            for s in &skipped {
+                eprintln!("skipped {}: {}", s.what, s.why);
+            }
+            Ok(())
+        }
+        Cmd::Rr {
+            proto,
+            pairs,
+            secs,
+            size,
+        } => rr::run(&proto, pairs, secs, size),
+        Cmd::Schbench {
+            messengers,
+            workers,
+            secs,
+            work_us,
+        } => schbench::run(messengers, workers, secs, work_us),
+    }
+}
+
+/// The repository root (where vm/run lives): the current directory or an ancestor.
+fn repo_root() -> Result<PathBuf> {
+    let mut d = std::env::current_dir()?;
+    loop {
+        if d.join("vm/run").exists() && d.join("tests/guest/bench/run.sh").exists() {
+            return Ok(d);
+        }
+        if !d.pop() {
+            bail!("run mosaic-bench inside the Mosaic repository (vm/run not found)");
+        }
+    }
+}
+
+fn cache_dir() -> PathBuf {
+    PathBuf::from(std::env::var("MOSAIC_CACHE").unwrap_or_else(|_| "/var/cache/mosaic".into()))
+}
+
+fn peer_root() -> PathBuf {
+    cache_dir().join("peers")
+}
+
+/// Build the missing peers among `scheds` with cargo install into the cache; return those
+/// that could not be built, with the reason.
+fn ensure_peers(scheds: &[&Sched]) -> Result<Vec<Skipped>> {
+    let root = peer_root();
+    let mut skipped = Vec::new();
+    for s in scheds {
+        let Some(krate) = s.peer_crate() else {
+            continue;
+        };
+        if root.join("bin").join(krate).exists() {
+            continue;
+        }
+        std::fs::create_dir_all(&root)?;
+        let log = root.join(format!("install-{krate}.log"));
+        eprintln!(
+            "building peer {krate} (cargo install; log {})",
+            log.display()
+        );
+        let f = std::fs::File::create(&log)?;
+        let ok = Command::new("cargo")
+            .args(["install", "--locked", "--root"])
+            .arg(&root)
+            .arg(krate)
+            .env(
+                "BPF_CLANG",
+                std::env::var("BPF_CLANG").unwrap_or_else(|_| "clang-19".into()),
+            )
+            .env("CARGO_TARGET_DIR", root.join("build"))
+            .stdout(f.try_clone()?)
+            .stderr(f)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok || !root.join("bin").join(krate).exists() {
+            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = tail
+                .lines()
+                .rfind(|l| l.contains("error"))
+                .unwrap_or("see the log")
+                .trim()
+                .to_string();
+            skipped.push(Skipped {
+                what: s.label.into(),
+                why: format!(
+                    "`cargo install {krate}` failed ({last}; log {})",
+                    log.display()
+                ),
+            });
+        }
+    }
+    Ok(skipped)
+}
+
+/// Output of a command, trimmed ("" if it fails).
+fn output(cmd: &mut Command) -> String {
+    cmd.output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// "path (sha256 0123456789ab), repository at <git describe>" for the report. MOSAIC_BUILD,
+/// if set, replaces the repository part (e.g. "built from commit X").
+fn build_id(repo: &Path, bin: &Path) -> String {
+    let sha = output(Command::new("sha256sum").arg(bin));
+    let git = std::env::var("MOSAIC_BUILD").unwrap_or_else(|_| {
+        let d = output(
+            Command::new("git")
+                .args(["describe", "--always", "--dirty"])
+                .current_dir(repo),
+        );
+        format!("built in the working tree at git {d}")
+    });
+    let shown = bin.strip_prefix(repo).unwrap_or(bin).display().to_string();
+    format!("{shown} (sha256 {}), {git}", sha.get(..12).unwrap_or("?"))
+}
+
+fn run(a: RunArgs) -> Result<()> {
+    let repo = repo_root()?;
+    let size = if a.smoke {
+        Size::Smoke
+    } else if a.full {
+        Size::Full
+    } else {
+        Size::Default
+    };
+    let mut skipped: Vec<Skipped> = Vec::new();
+    // Scenarios.
+    let scenarios: Vec<&suite::Scenario> = if !a.scenario.is_empty() {
+        a.scenario
+            .iter()
+            .map(|n| {
+                suite::scenario(n)
+                    .with_context(|| format!("unknown scenario {n} (mosaic-bench list)"))
+            })
+            .collect::<Result<_>>()?
+    } else if a.smoke {
+        vec![suite::scenario("hackbench").unwrap()]
+    } else {
+        SCENARIOS.iter().filter(|s| a.full || s.default).collect()
+    };
+    // Schedulers.
+    let mut scheds: Vec<&Sched> = if !a.sched.is_empty() {
+        a.sched
+            .iter()
+            .map(|n| {
+                suite::sched(n)
+                    .with_context(|| format!("unknown scheduler {n} (mosaic-bench list)"))
+            })
+            .collect::<Result<_>>()?
+    } else if a.smoke {
+        vec![
+            suite::sched("eevdf").unwrap(),
+            suite::sched("mosaic").unwrap(),
+        ]
+    } else {
+        SCHEDS.iter().filter(|s| a.full || s.default).collect()
+    };
+    if a.sched.is_empty() && !a.full && !a.smoke {
+        for s in SCHEDS.iter().filter(|s| !s.default) {
+            skipped.push(Skipped {
+                what: s.label.into(),
+                why: "not in the default suite (time budget on 2 TCG cores); `make bench FULL=1` runs it".into(),
+            });
+        }
+    }
+    let bad = ensure_peers(&scheds)?;
+    scheds.retain(|s| !bad.iter().any(|b| b.what == s.label));
+    skipped.extend(bad);
+    let topos: Vec<String> = if a.host {
+        runner::check_host()?;
+        vec!["host".into()]
+    } else if !a.topo.is_empty() {
+        a.topo.clone()
+    } else if a.full {
+        vec!["1llc".into(), "2llc-smt".into()]
+    } else {
+        vec!["1llc".into()]
+    };
+    let rounds = a.rounds.unwrap_or(if a.smoke { 1 } else { 5 });
+    // The harness installs $MOSAIC_BIN (default target/release/scx_mosaic) as scx_mosaic.
+    let mosaic_bin = std::env::var_os("MOSAIC_BIN")
+        .map(PathBuf::from)
+        .map(|p| if p.is_absolute() { p } else { repo.join(p) })
+        .unwrap_or_else(|| repo.join("target/release/scx_mosaic"));
+    if scheds.iter().any(|s| matches!(s.kind, Kind::Mosaic(_))) && !mosaic_bin.exists() {
+        bail!("{} missing: run `make build` first", mosaic_bin.display());
+    }
+
+    // What goes into the guest (the same for every boot, so the initramfs is built once).
+    let me = std::env::current_exe()?;
+    let mut adds: Vec<(PathBuf, String)> = vec![(me.clone(), "/usr/bin/mosaic-bench".into())];
+    for s in &scheds {
+        if let Some(b) = s.peer_crate() {
+            adds.push((peer_root().join("bin").join(b), format!("/usr/bin/{b}")));
+        }
+    }
+    let mut scenarios = scenarios;
+    if scenarios.iter().any(|s| s.name == "redis-cg") {
+        let tools = ["redis-server", "redis-benchmark", "redis-cli"];
+        let missing: Vec<_> = tools
+            .iter()
+            .filter(|t| !Path::new("/usr/bin").join(t).exists())
+            .collect();
+        if missing.is_empty() {
+            adds.extend(
+                tools
+                    .iter()
+                    .map(|t| (Path::new("/usr/bin").join(t), format!("/usr/bin/{t}"))),
+            );
+        } else {
+            skipped.push(Skipped {
+                what: "redis-cg".into(),
+                why: format!(
+                    "{missing:?} not installed (apt-get install redis-server redis-tools)"
+                ),
+            });
+            scenarios.retain(|s| s.name != "redis-cg");
+        }
+    }
+    let stamp = runner::now_utc().replace([' ', ':'], "-");
+    let out = a.out.clone().unwrap_or_else(|| {
+        repo.join("target/bench")
+            .join(stamp.trim_end_matches("-UTC"))
+    });
+    std::fs::create_dir_all(&out)?;
+    let mut host_path = vec![
+        mosaic_bin.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        peer_root().join("bin"),
+    ];
+    if let Some(d) = me.parent() {
+        host_path.push(d.to_path_buf());
+    }
+    let mosaic_build = build_id(&repo, &mosaic_bin);
+    eprintln!("scx_mosaic: {mosaic_build}");
+    let env = runner::Env {
+        repo: repo.clone(),
+        host: a.host,
+        adds,
+        host_path,
+        log_dir: out.clone(),
+        mosaic_build,
+    };
+
+    let mut suite = Suite {
+        runs: Vec::new(),
+        skipped,
+    };
+    for s in &suite.skipped {
+        eprintln!("skipped {}: {}", s.what, s.why);
+    }
+    for topo in &topos {
+        for sc in &scenarios {
+            let r = runner::run_scenario(&env, sc, topo, &scheds, rounds, size)?;
+            std::fs::write(
+                out.join(format!("{}-{}.json", sc.name, r.topo)),
+                serde_json::to_string_pretty(&r)?,
+            )?;
+            suite.runs.push(r);
+        }
+    }
+    std::fs::write(
+        out.join("suite.json"),
+        serde_json::to_string_pretty(&suite)?,
+    )?;
+    report::write_report(
+        &suite,
+        &out.join("report.md"),
+        &out.join("bench"),
+        "mosaic-bench run",
+    )?;
+    eprintln!("results: {}", out.display());
+    if let Some(doc) = &a.doc {
+        let dir = doc.parent().unwrap_or(Path::new(".")).join("bench");
+        std::fs::create_dir_all(&dir)?;
+        let merged_path = dir.join("results.json");
+        let mut merged: Suite = if a.fresh {
+            Suite::default()
+        } else {
+            std::fs::read_to_string(&merged_path)
+                .ok()
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default()
+        };
+        merged.merge(suite.clone());
+        std::fs::write(&merged_path, serde_json::to_string_pretty(&merged)?)?;
+        let cmd = if a.full {
+            "make bench FULL=1"
+        } else {
+            "make bench"
+        };
+        report::write_report(&merged, doc, &dir, cmd)?;
+        eprintln!("report: {}", doc.display());
+    }
+    // Failures, loudly, after the reports are written.
+    let mut failed = Vec::new();
+    for r in &suite.runs {
+        if let Some(e) = &r.error {
+            failed.push(format!("{} on {}: {e}", r.scenario, r.topo));
+        }
+        for c in report::cells(r) {
+            if let Some(f) = c.fail {
+                failed.push(format!(
+                    "{} on {} under {}: {f}",
+                    r.scenario, r.topo, c.sched
+                ));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        for f in &failed {
+            eprintln!("FAILED: {f}");
+        }
+        bail!("{} failed cell(s) or run(s)", failed.len());
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! The results, as written to JSON (one file per scenario × topology run, and the suite).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One workload run under one scheduler.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct Sample {
+    pub sched: String,
+    pub round: u32,
+    /// The scenario's metrics, as parsed from the workload's output.
+    pub metrics: BTreeMap<String, f64>,
+    /// Wall time of the workload (s).
+    pub wall_s: Option<f64>,
+    /// Kernel-measured BPF cost: ns per call of the scheduler's struct_ops programs.
+    pub bpf_ns_per_call: Option<f64>,
+    /// struct_ops program calls during the workload.
+    pub bpf_calls: Option<f64>,
+    /// The sched_ext ops name the kernel reported.
+    pub ops: Option<String>,
+    /// The kernel's exit reason ("unregistered from user space" when stopped normally).
+    pub exit: Option<String>,
+    /// Why this run failed (ejection, error exit, no result), if it did.
+    pub fail: Option<String>,
+}
+
+/// One VM boot (or host session): one scenario on one topology, schedulers interleaved.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ScenarioRun {
+    pub scenario: String,
+    pub topo: String,
+    pub size: String,
+    pub command: String,
+    pub date: String,
+    pub kernel: String,
+    pub nproc: u32,
+    pub host: bool,
+    pub rounds: u32,
+    /// Which scx_mosaic was measured: binary, its sha256 prefix, the repository's git state.
+    #[serde(default)]
+    pub mosaic_build: String,
+    pub scheds: Vec<String>,
+    pub samples: Vec<Sample>,
+    /// The whole boot failed (VM error, timeout): nothing or only part was measured.
+    pub error: Option<String>,
+    pub duration_s: f64,
+}
+
+/// A scheduler that was asked for but could not run, and why.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct Skipped {
+    pub what: String,
+    pub why: String,
+}
+
+/// Everything one `mosaic-bench run` (or several, merged into the report) measured.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct Suite {
+    pub runs: Vec<ScenarioRun>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Suite {
+    /// Add the runs of `newer`, replacing the runs of the same scenario and topology.
+    pub fn merge(&mut self, newer: Suite) {
+        for r in newer.runs {
+            self.runs
+                .retain(|o| !(o.scenario == r.scenario && o.topo == r.topo));
+            self.runs.push(r);
+        }
+        for s in newer.skipped {
+            self.skipped.retain(|o| o.what != s.what);
+            self.skipped.push(s);
+        }
+    }
+}

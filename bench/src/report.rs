@@ -1,0 +1,651 @@
+//! From results to the report: medians with min–max, ratios to the kernel's default, BPF cost
+//! per call, the Markdown tables and the SVG plots (plotters, SVG backend).
+
+use crate::model::{ScenarioRun, Suite};
+use crate::suite::{scenario, Scenario};
+use anyhow::{Context, Result};
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The median of `v` (NaN-free), or None if empty.
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// One scheduler's results in one scenario run.
+pub struct Cell {
+    pub sched: String,
+    /// Per metric: (median, min, max) over the successful runs.
+    pub stats: BTreeMap<String, (f64, f64, f64)>,
+    pub n: usize,
+    pub bpf: Option<f64>,
+    /// Why the cell failed (an ejection or error in any of its runs).
+    pub fail: Option<String>,
+}
+
+impl Cell {
+    pub fn headline(&self, sc: &Scenario) -> Option<(f64, f64, f64)> {
+        self.stats.get(sc.headline().0).copied()
+    }
+}
+
+/// The cells of `run`, in its scheduler order.
+pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
+    run.scheds
+        .iter()
+        .map(|name| {
+            let samples: Vec<_> = run.samples.iter().filter(|s| &s.sched == name).collect();
+            let ok: Vec<_> = samples.iter().filter(|s| s.fail.is_none()).collect();
+            let mut keys: Vec<&String> = ok.iter().flat_map(|s| s.metrics.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            let stats = keys
+                .into_iter()
+                .filter_map(|k| {
+                    let v: Vec<f64> = ok
+                        .iter()
+                        .filter_map(|s| s.metrics.get(k).copied())
+                        .collect();
+                    let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+                    let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    median(&v).map(|m| (k.clone(), (m, lo, hi)))
+                })
+                .collect();
+            let bpf: Vec<f64> = ok.iter().filter_map(|s| s.bpf_ns_per_call).collect();
+            let fail = samples
+                .iter()
+                .find_map(|s| s.fail.as_ref().map(|f| format!("round {}: {f}", s.round)))
+                .or_else(|| samples.is_empty().then(|| "no runs reported".to_string()));
+            Cell {
+                sched: name.clone(),
+                stats,
+                n: ok.len(),
+                bpf: median(&bpf),
+                fail,
+            }
+        })
+        .collect()
+}
+
+/// Higher-is-better score of `v` relative to `base` (>1: better than base).
+fn score(sc: &Scenario, v: f64, base: f64) -> f64 {
+    if sc.headline().2 {
+        v / base
+    } else {
+        base / v
+    }
+}
+
+/// Format a number with a sensible number of digits.
+fn fmt(v: f64) -> String {
+    let a = v.abs();
+    if a >= 10000.0 {
+        format!("{:.0}", v)
+    } else if a >= 100.0 {
+        format!("{:.1}", v)
+    } else if a >= 1.0 {
+        format!("{:.3}", v)
+    } else {
+        format!("{:.4}", v)
+    }
+}
+
+/// Runs of the suite grouped by topology (in first-seen order), scenarios in suite order.
+fn by_topo(suite: &Suite) -> Vec<(String, Vec<&ScenarioRun>)> {
+    let mut topos: Vec<String> = Vec::new();
+    for r in &suite.runs {
+        if !topos.contains(&r.topo) {
+            topos.push(r.topo.clone());
+        }
+    }
+    let order = |r: &ScenarioRun| {
+        crate::suite::SCENARIOS
+            .iter()
+            .position(|s| s.name == r.scenario)
+            .unwrap_or(usize::MAX)
+    };
+    topos
+        .into_iter()
+        .map(|t| {
+            let mut runs: Vec<&ScenarioRun> = suite.runs.iter().filter(|r| r.topo == t).collect();
+            runs.sort_by_key(|r| order(r));
+            (t, runs)
+        })
+        .collect()
+}
+
+fn topo_desc(t: &str) -> &'static str {
+    match t {
+        "1llc" => "4 vCPUs, 1 socket, 1 LLC, no SMT",
+        "2llc-smt" => "8 vCPUs, 2 LLCs, 2 cores × 2 SMT threads each",
+        "2node" => "8 vCPUs, 2 NUMA nodes × 2 LLCs × 2 cores",
+        "l2-8" => "8 vCPUs, 1 LLC, 2 L2 clusters × 2 cores × 2 SMT",
+        "1cpu" => "1 vCPU",
+        "16cpu" => "16 vCPUs, 2 LLCs × 8 cores",
+        "host" => "this host (real hardware)",
+        _ => "",
+    }
+}
+
+/// Write the Markdown report to `md` and its plots into `svg_dir` (linked relative to `md`).
+pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> Result<()> {
+    std::fs::create_dir_all(svg_dir)?;
+    let rel = svg_dir
+        .strip_prefix(md.parent().unwrap_or(Path::new("")))
+        .unwrap_or(svg_dir)
+        .display()
+        .to_string();
+    let mut o = String::new();
+    let dates: Vec<&str> = suite.runs.iter().map(|r| r.date.as_str()).collect();
+    let (d0, d1) = (
+        dates.iter().min().copied().unwrap_or(""),
+        dates.iter().max().copied().unwrap_or(""),
+    );
+    let mut kernels: Vec<&str> = suite.runs.iter().map(|r| r.kernel.as_str()).collect();
+    kernels.sort();
+    kernels.dedup();
+    let host = suite.runs.iter().any(|r| r.host);
+    writeln!(o, "# Benchmarks\n")?;
+    writeln!(
+        o,
+        "Generated by `{command}` ([`bench/`](../bench), crate `mosaic-bench`); do not edit by hand.\n"
+    )?;
+    writeln!(
+        o,
+        "- Date: {d0}{}",
+        if d0 != d1 {
+            format!(" – {d1}")
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(o, "- Kernel: {}", kernels.join(", "))?;
+    let mut builds: Vec<&str> = suite
+        .runs
+        .iter()
+        .map(|r| r.mosaic_build.as_str())
+        .filter(|b| !b.is_empty())
+        .collect();
+    builds.sort();
+    builds.dedup();
+    for b in builds {
+        writeln!(o, "- scx_mosaic: {b}")?;
+    }
+    for (t, runs) in by_topo(suite) {
+        let n = runs.iter().map(|r| r.nproc).max().unwrap_or(0);
+        writeln!(
+            o,
+            "- Topology `{t}`: {} ({n} CPUs seen by the guest)",
+            topo_desc(&t)
+        )?;
+    }
+    if !host {
+        writeln!(
+            o,
+            "\n> **Caveat: QEMU without KVM.** The numbers come from QEMU TCG (`thread=single`) on a \
+             2-core host. TCG models no caches (no cache-affinity effects, no SMT contention), \
+             guest time is emulated and noisy (run-to-run noise 2–13 %), and the guest competes \
+             with whatever else the host runs. Compare schedulers only within one boot: every \
+             scenario is one VM boot, schedulers interleaved A B C, A B C, … for each round, and \
+             the table shows medians with min–max and ratios to the kernel's default (EEVDF). \
+             Absolute times across boots, and against real hardware, mean nothing. BPF ns/call \
+             is also TCG time (tens of times native)."
+        )?;
+    }
+    writeln!(o, "\nHow to read: ↓ lower is better, ↑ higher is better; `(×r)` is the median divided by EEVDF's median. \
+        BPF ns/call: kernel-measured (`kernel.bpf_stats_enabled=1`) run time per call summed over the \
+        scheduler's struct_ops programs during the workload, median over the rounds. \
+        A cell that says FAILED had an ejection or an error in at least one run.\n")?;
+
+    for (topo, runs) in by_topo(suite) {
+        let scs: Vec<(&ScenarioRun, &Scenario, Vec<Cell>)> = runs
+            .iter()
+            .filter_map(|r| scenario(&r.scenario).map(|s| (*r, s, cells(r))))
+            .collect();
+        writeln!(o, "## Summary: `{topo}` ({})\n", topo_desc(&topo))?;
+        let mut scheds: Vec<String> = Vec::new();
+        for (r, _, _) in &scs {
+            for s in &r.scheds {
+                if !scheds.contains(s) {
+                    scheds.push(s.clone());
+                }
+            }
+        }
+        write!(o, "| scheduler |")?;
+        for (_, sc, _) in &scs {
+            let (_, unit, hi) = sc.headline();
+            write!(o, " {} {} {} |", sc.name, unit, if hi { "↑" } else { "↓" })?;
+        }
+        writeln!(o, " BPF ns/call |")?;
+        writeln!(o, "|---|{}---|", "---|".repeat(scs.len()))?;
+        for name in &scheds {
+            write!(o, "| {name} |")?;
+            let mut bpfs = Vec::new();
+            for (_, sc, cs) in &scs {
+                let base = cs
+                    .iter()
+                    .find(|c| c.sched == "eevdf")
+                    .and_then(|c| c.headline(sc));
+                match cs.iter().find(|c| &c.sched == name) {
+                    None => write!(o, " – |")?,
+                    Some(c) if c.fail.is_some() => write!(o, " **FAILED** |")?,
+                    Some(c) => match (c.headline(sc), base) {
+                        (Some((m, _, _)), Some((b, _, _))) => {
+                            write!(o, " {} (×{:.2}) |", fmt(m), m / b)?
+                        }
+                        (Some((m, _, _)), None) => write!(o, " {} |", fmt(m))?,
+                        _ => write!(o, " – |")?,
+                    },
+                }
+                if let Some(b) = cs.iter().find(|c| &c.sched == name).and_then(|c| c.bpf) {
+                    bpfs.push(b);
+                }
+            }
+            match median(&bpfs) {
+                Some(b) => writeln!(o, " {:.0} |", b)?,
+                None => writeln!(o, " – |")?,
+            }
+        }
+        writeln!(o)?;
+        // Mosaic against the best peer, per scenario.
+        let mut lines = Vec::new();
+        for (_, sc, cs) in &scs {
+            let Some(mo) = cs.iter().find(|c| c.sched == "mosaic" && c.fail.is_none()) else {
+                continue;
+            };
+            let Some((mv, _, _)) = mo.headline(sc) else {
+                continue;
+            };
+            let peers = cs.iter().filter(|c| {
+                c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none()
+            });
+            let best = peers
+                .filter_map(|c| c.headline(sc).map(|h| (c, h.0)))
+                .max_by(|a, b| {
+                    score(sc, a.1, 1.0)
+                        .partial_cmp(&score(sc, b.1, 1.0))
+                        .unwrap()
+                });
+            if let Some((bc, bv)) = best {
+                let s = score(sc, mv, bv);
+                lines.push(format!(
+                    "- {}: Mosaic {} vs best peer {} {} → Mosaic {} by {:.1} %",
+                    sc.name,
+                    fmt(mv),
+                    bc.sched,
+                    fmt(bv),
+                    if s >= 1.0 { "ahead" } else { "behind" },
+                    (s - 1.0).abs() * 100.0
+                ));
+            }
+        }
+        if !lines.is_empty() {
+            writeln!(
+                o,
+                "Mosaic against the best peer (headline metric, medians):\n\n{}\n",
+                lines.join("\n")
+            )?;
+        }
+        let summary = svg_dir.join(format!("summary-{topo}.svg"));
+        if plot_summary(
+            &summary,
+            &scs.iter().map(|(_, s, c)| (*s, c)).collect::<Vec<_>>(),
+            &scheds,
+            &topo,
+        )
+        .is_ok()
+        {
+            writeln!(
+                o,
+                "![relative performance on {topo}]({rel}/summary-{topo}.svg)\n"
+            )?;
+        }
+        for (r, sc, cs) in &scs {
+            writeln!(o, "### {} on `{topo}`: {}\n", sc.name, sc.title)?;
+            writeln!(
+                o,
+                "`{}` — {} interleaved rounds, {}, kernel {}, boot of {:.0} s.{}\n",
+                r.command,
+                r.rounds,
+                r.date,
+                r.kernel,
+                r.duration_s,
+                r.error
+                    .as_ref()
+                    .map(|e| format!(" **Run error: {e}**"))
+                    .unwrap_or_default()
+            )?;
+            let (hm, hunit, hhi) = sc.headline();
+            let others: Vec<_> = sc.metrics.iter().skip(1).collect();
+            write!(
+                o,
+                "| scheduler | {hm} {hunit} {} median | min–max | n | ×EEVDF | BPF ns/call |",
+                if hhi { "↑" } else { "↓" }
+            )?;
+            for (m, u, hi) in &others {
+                write!(o, " {m} {u} {} |", if *hi { "↑" } else { "↓" })?;
+            }
+            writeln!(o)?;
+            writeln!(
+                o,
+                "|---|---|---|---|---|---|{}",
+                "---|".repeat(others.len())
+            )?;
+            let base = cs
+                .iter()
+                .find(|c| c.sched == "eevdf")
+                .and_then(|c| c.headline(sc));
+            for c in cs {
+                if let Some(f) = &c.fail {
+                    writeln!(
+                        o,
+                        "| {} | **FAILED**: {} |{}",
+                        c.sched,
+                        f.replace('|', "/"),
+                        " |".repeat(4 + others.len())
+                    )?;
+                    continue;
+                }
+                let Some((m, lo, hi)) = c.headline(sc) else {
+                    continue;
+                };
+                write!(
+                    o,
+                    "| {} | {} | {}–{} | {} | {} | {} |",
+                    c.sched,
+                    fmt(m),
+                    fmt(lo),
+                    fmt(hi),
+                    c.n,
+                    base.map(|b| format!("{:.2}", m / b.0))
+                        .unwrap_or("–".into()),
+                    c.bpf.map(|b| format!("{b:.0}")).unwrap_or("–".into())
+                )?;
+                for (mname, _, _) in &others {
+                    match c.stats.get(*mname) {
+                        Some((v, _, _)) => write!(o, " {} |", fmt(*v))?,
+                        None => write!(o, " – |")?,
+                    }
+                }
+                writeln!(o)?;
+            }
+            let file = format!("{}-{topo}.svg", sc.name);
+            if plot_scenario(&svg_dir.join(&file), sc, cs, &topo).is_ok() {
+                writeln!(o, "\n![{} on {topo}]({rel}/{file})", sc.name)?;
+            }
+            writeln!(o)?;
+        }
+    }
+    if !suite.skipped.is_empty() {
+        writeln!(o, "## Skipped\n")?;
+        for s in &suite.skipped {
+            writeln!(o, "- {}: {}", s.what, s.why)?;
+        }
+        writeln!(o)?;
+    }
+    writeln!(o, "## Method\n")?;
+    writeln!(
+        o,
+        "`make bench` builds everything, builds the peers into `/var/cache/mosaic/peers` with \
+         `cargo install` (once), and runs `mosaic-bench run`: one VM boot (`vm/run`) per scenario × \
+         topology, in which `tests/guest/bench/run.sh` runs the workload once per scheduler per \
+         round, interleaved. Every sched_ext run is checked: the scheduler must enable, still be \
+         enabled when the workload ends, exit 0 on SIGINT, and the kernel's `disabled (...)` line \
+         must say it was unregistered — anything else (an ejection, a watchdog stall) fails the cell \
+         and is printed loudly. Raw per-run JSON and guest logs go to `target/bench/<time>/`; the \
+         merged results behind this page are in [`{rel}/results.json`]({rel}/results.json). \
+         `make bench SCENARIO=name` re-runs one scenario and merges it here; `make bench FULL=1` \
+         runs every scenario, scheduler and ablation on `1llc` and `2llc-smt` at larger sizes; \
+         `mosaic-bench run --host` runs the same on a real sched_ext machine (root).\n"
+    )?;
+    writeln!(
+        o,
+        "Scenarios (default-suite sizes; `mosaic-bench list` shows all):\n"
+    )?;
+    for sc in crate::suite::SCENARIOS {
+        writeln!(
+            o,
+            "- `{}`{}: {} — `{}`",
+            sc.name,
+            if sc.default { "" } else { " (FULL=1)" },
+            sc.title,
+            sc.cmd[1]
+        )?;
+    }
+    std::fs::write(md, o).with_context(|| format!("write {}", md.display()))?;
+    Ok(())
+}
+
+const COLORS: [RGBColor; 10] = [
+    RGBColor(120, 120, 120),
+    RGBColor(214, 39, 40),
+    RGBColor(255, 152, 150),
+    RGBColor(247, 182, 210),
+    RGBColor(196, 156, 148),
+    RGBColor(255, 187, 120),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(23, 190, 207),
+];
+
+/// A scheduler's colour: grey for EEVDF, reds for Mosaic and its ablations, others for peers.
+fn color(name: &str) -> RGBColor {
+    let i = crate::suite::SCHEDS
+        .iter()
+        .position(|s| s.label == name)
+        .unwrap_or(9);
+    COLORS[i % COLORS.len()]
+}
+
+/// Horizontal bars of the headline medians with min–max whiskers, one per scheduler.
+fn plot_scenario(path: &Path, sc: &Scenario, cs: &[Cell], topo: &str) -> Result<()> {
+    let ok: Vec<(&Cell, (f64, f64, f64))> = cs
+        .iter()
+        .filter(|c| c.fail.is_none())
+        .filter_map(|c| c.headline(sc).map(|h| (c, h)))
+        .collect();
+    if ok.is_empty() {
+        anyhow::bail!("nothing to plot");
+    }
+    let (m, unit, hi) = sc.headline();
+    let xmax = ok.iter().map(|(_, h)| h.2).fold(0.0, f64::max) * 1.1;
+    let n = ok.len();
+    let root = SVGBackend::new(path, (760, 90 + 34 * n as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    // Top to bottom in suite order: bar i sits at y = n - 1 - i.
+    let labels: Vec<String> = ok.iter().rev().map(|(c, _)| c.sched.clone()).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "{} on {topo}: {m} ({unit}, {} is better); median, min–max",
+                sc.name,
+                if hi { "higher" } else { "lower" }
+            ),
+            ("sans-serif", 16),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(170)
+        .build_cartesian_2d(0f64..xmax, -0.5f64..(n as f64 - 0.5))?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|y| {
+            let i = y.round();
+            if (y - i).abs() < 0.01 && i >= 0.0 && (i as usize) < labels.len() {
+                labels[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .label_style(("sans-serif", 13))
+        .x_desc(unit)
+        .draw()?;
+    let y = |i: usize| (n - 1 - i) as f64;
+    chart.draw_series(ok.iter().enumerate().map(|(i, (c, h))| {
+        Rectangle::new(
+            [(0.0, y(i) - 0.35), (h.0, y(i) + 0.35)],
+            color(&c.sched).filled(),
+        )
+    }))?;
+    chart.draw_series(ok.iter().enumerate().map(|(i, (_, h))| {
+        ErrorBar::new_horizontal(y(i), h.1, h.0, h.2, BLACK.stroke_width(1), 10)
+    }))?;
+    root.present()?;
+    Ok(())
+}
+
+/// Grouped bars: each scheduler's headline relative to EEVDF (higher is better), per scenario.
+fn plot_summary(
+    path: &Path,
+    scs: &[(&Scenario, &Vec<Cell>)],
+    scheds: &[String],
+    topo: &str,
+) -> Result<()> {
+    let mut vals: Vec<(usize, usize, f64)> = Vec::new();
+    for (i, (sc, cs)) in scs.iter().enumerate() {
+        let Some((b, _, _)) = cs
+            .iter()
+            .find(|c| c.sched == "eevdf")
+            .and_then(|c| c.headline(sc))
+        else {
+            continue;
+        };
+        for (j, name) in scheds.iter().enumerate() {
+            if let Some((v, _, _)) = cs
+                .iter()
+                .find(|c| &c.sched == name && c.fail.is_none())
+                .and_then(|c| c.headline(sc))
+            {
+                vals.push((i, j, score(sc, v, b)));
+            }
+        }
+    }
+    if vals.is_empty() {
+        anyhow::bail!("nothing to plot");
+    }
+    let ymax = vals.iter().map(|v| v.2).fold(1.0, f64::max) * 1.1;
+    let root = SVGBackend::new(path, (900, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let names: Vec<&str> = scs.iter().map(|(s, _)| s.name).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("Performance relative to EEVDF on {topo} (higher is better)"),
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.5f64..(scs.len() as f64 - 0.5), 0f64..ymax)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(scs.len())
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].to_string()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("EEVDF = 1")
+        .draw()?;
+    let w = 0.8 / scheds.len() as f64;
+    for (j, name) in scheds.iter().enumerate() {
+        let col = color(name);
+        chart
+            .draw_series(vals.iter().filter(|v| v.1 == j).map(|&(i, j, v)| {
+                let x0 = i as f64 - 0.4 + j as f64 * w;
+                Rectangle::new([(x0, 0.0), (x0 + w * 0.9, v)], col.filled())
+            }))?
+            .label(name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], col.filled()));
+    }
+    chart.draw_series(LineSeries::new(
+        vec![(-0.5, 1.0), (scs.len() as f64 - 0.5, 1.0)],
+        BLACK.stroke_width(1),
+    ))?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Sample;
+
+    fn sample(sched: &str, round: u32, t: f64, fail: Option<&str>) -> Sample {
+        Sample {
+            sched: sched.into(),
+            round,
+            metrics: BTreeMap::from([("time".to_string(), t)]),
+            bpf_ns_per_call: (sched != "eevdf").then_some(100.0),
+            fail: fail.map(String::from),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn medians_ratios_and_failed_cells() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        let mut run = ScenarioRun {
+            scenario: "hackbench".into(),
+            topo: "1llc".into(),
+            kernel: "7.3.4".into(),
+            rounds: 3,
+            scheds: vec!["eevdf".into(), "mosaic".into(), "p2dq".into()],
+            ..Default::default()
+        };
+        for r in 1..=3 {
+            run.samples.push(sample("eevdf", r, 8.0 + r as f64, None));
+            run.samples.push(sample("mosaic", r, 4.0 + r as f64, None));
+            let fail = (r == 2).then_some("ejected: runnable task stall");
+            run.samples.push(sample("p2dq", r, 5.0, fail));
+        }
+        let cs = cells(&run);
+        let sc = scenario("hackbench").unwrap();
+        assert_eq!(cs[0].headline(sc), Some((10.0, 9.0, 11.0)));
+        assert_eq!(cs[1].headline(sc), Some((6.0, 5.0, 7.0)));
+        assert_eq!(cs[1].bpf, Some(100.0));
+        assert!(cs[2]
+            .fail
+            .as_deref()
+            .unwrap()
+            .contains("runnable task stall"));
+        let dir = tempfile::tempdir().unwrap();
+        let suite = Suite {
+            runs: vec![run],
+            skipped: vec![],
+        };
+        let md = dir.path().join("b.md");
+        write_report(&suite, &md, &dir.path().join("bench"), "make bench").unwrap();
+        let text = std::fs::read_to_string(&md).unwrap();
+        assert!(text.contains("| mosaic | 6.000 (×0.60) |"), "{text}");
+        assert!(text.contains("| p2dq | **FAILED** |"), "{text}");
+        assert!(text.contains("Caveat"));
+        assert!(dir.path().join("bench/hackbench-1llc.svg").exists());
+    }
+}

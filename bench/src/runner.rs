@@ -1,0 +1,326 @@
+//! Running one scenario on one topology: build the guest command, boot the VM (vm/run) or run
+//! on this host (--host), stream and parse the guest's output into a `ScenarioRun`.
+
+use crate::model::{Sample, ScenarioRun};
+use crate::suite::{Kind, Scenario, Sched, Size};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// Where and how the runs happen.
+pub struct Env {
+    pub repo: PathBuf,
+    /// Run on this host (a real sched_ext machine) instead of the VM.
+    pub host: bool,
+    /// `--add HOST:GUEST` pairs for vm/run (the same for every boot: one initramfs).
+    pub adds: Vec<(PathBuf, String)>,
+    /// Directories put in front of PATH in --host mode.
+    pub host_path: Vec<PathBuf>,
+    pub log_dir: PathBuf,
+    /// Which scx_mosaic is measured (recorded in every run).
+    pub mosaic_build: String,
+}
+
+/// Quote `s` for a POSIX shell.
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Rough seconds to load and unload a scheduler under TCG (for the VM timeout).
+fn load_secs(s: &Sched) -> f64 {
+    match s.kind {
+        Kind::Kernel => 0.0,
+        Kind::Mosaic(_) => 4.0,
+        Kind::Peer("scx_lavd") => 25.0,
+        Kind::Peer(_) => 8.0,
+    }
+}
+
+/// The current UTC time, e.g. 2026-11-22 14:05 UTC.
+pub fn now_utc() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Run `sc` on topology `topo` under `scheds`, `rounds` interleaved rounds.
+pub fn run_scenario(
+    env: &Env,
+    sc: &Scenario,
+    topo: &str,
+    scheds: &[&Sched],
+    rounds: u32,
+    size: Size,
+) -> Result<ScenarioRun> {
+    let workload = sc.command(size);
+    let mut args = vec![
+        "sh".to_string(),
+        String::new(),
+        rounds.to_string(),
+        workload.to_string(),
+    ];
+    args.extend(
+        scheds
+            .iter()
+            .map(|s| format!("{}={}", s.label, s.command())),
+    );
+    let mut run = ScenarioRun {
+        scenario: sc.name.into(),
+        topo: if env.host { "host".into() } else { topo.into() },
+        size: format!("{size:?}").to_lowercase(),
+        command: workload.into(),
+        date: now_utc(),
+        host: env.host,
+        rounds,
+        mosaic_build: env.mosaic_build.clone(),
+        scheds: scheds.iter().map(|s| s.label.to_string()).collect(),
+        ..Default::default()
+    };
+    let per_round: f64 = scheds
+        .iter()
+        .map(|s| sc.secs * if size == Size::Smoke { 0.5 } else { 1.0 } + 1.0 + load_secs(s))
+        .sum();
+    let timeout = (60.0 + 3.0 * per_round * rounds as f64) as u64;
+    let mut cmd = if env.host {
+        let dir = env.repo.join("tests/guest/bench");
+        args[1] = dir.join("run.sh").display().to_string();
+        let mut path = std::env::join_paths(&env.host_path)?
+            .into_string()
+            .unwrap_or_default();
+        path.push(':');
+        path.push_str(&std::env::var("PATH").unwrap_or_default());
+        let mut c = Command::new("timeout");
+        c.arg(timeout.to_string())
+            .args(&args)
+            .env("PATH", path)
+            .env("BENCH_DIR", dir);
+        c
+    } else {
+        args[1] = "/mosaic/guest/bench/run.sh".into();
+        let guest = format!(
+            "BENCH_DIR=/mosaic/guest/bench {}",
+            args.iter()
+                .map(|a| sh_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let mut c = Command::new(env.repo.join("vm/run"));
+        c.args(["--topo", topo, "--timeout", &timeout.to_string()]);
+        for (h, g) in &env.adds {
+            c.arg("--add").arg(format!("{}:{g}", h.display()));
+        }
+        c.arg("--").arg(guest);
+        c
+    };
+    let log_path = env.log_dir.join(format!("{}-{}.log", sc.name, run.topo));
+    let mut log =
+        File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
+    eprintln!(
+        "== {} on {} ({} schedulers x {} rounds; limit {} s; log {})",
+        sc.name,
+        run.topo,
+        scheds.len(),
+        rounds,
+        timeout,
+        log_path.display()
+    );
+    let t0 = Instant::now();
+    let mut child = cmd
+        .current_dir(&env.repo)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("start the VM harness")?;
+    let stderr = child.stderr.take().unwrap();
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            s.push_str(&l);
+            s.push('\n');
+        }
+        s
+    });
+    let mut cur: Option<(Sample, String)> = None;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = String::from_utf8_lossy(line.unwrap_or_default().as_bytes()).to_string();
+        writeln!(log, "{line}")?;
+        if let Some(info) = marker(&line, "@@BENCH-INFO ") {
+            for (k, v) in info.split_whitespace().filter_map(|w| w.split_once('=')) {
+                match k {
+                    "kernel" => run.kernel = v.into(),
+                    "nproc" => run.nproc = v.parse().unwrap_or(0),
+                    _ => {}
+                }
+            }
+        } else if let Some(head) = marker(&line, "@@RUN ") {
+            let mut w = head.split_whitespace();
+            let sample = Sample {
+                sched: w.next().unwrap_or("?").into(),
+                round: w.next().and_then(|r| r.parse().ok()).unwrap_or(0),
+                ..Default::default()
+            };
+            cur = Some((sample, String::new()));
+        } else if let Some(meta) = marker(&line, "@@META ") {
+            if let Some((s, _)) = cur.as_mut() {
+                apply_meta(s, meta);
+            }
+        } else if line == "@@ENDRUN@@" {
+            if let Some((mut s, out)) = cur.take() {
+                match (sc.parse)(&out) {
+                    Some(m) => s.metrics = m,
+                    None if s.fail.is_none() => {
+                        s.fail = Some("no result in the workload's output".into());
+                    }
+                    None => {}
+                }
+                progress(sc, &run.topo, &s, &out);
+                run.samples.push(s);
+            }
+        } else if let Some((_, out)) = cur.as_mut() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    let status = child.wait()?;
+    let err = err_thread.join().unwrap_or_default();
+    write!(log, "{err}")?;
+    run.duration_s = t0.elapsed().as_secs_f64();
+    if !status.success() {
+        let last = err
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string();
+        run.error = Some(format!(
+            "{} exited with {status}: {last}",
+            if env.host { "run.sh" } else { "vm/run" }
+        ));
+        eprintln!(
+            "ERROR: {} on {}: {}",
+            sc.name,
+            run.topo,
+            run.error.as_ref().unwrap()
+        );
+    }
+    let expected = rounds as usize * scheds.len();
+    if run.error.is_none() && run.samples.len() != expected {
+        run.error = Some(format!("{} of {expected} runs reported", run.samples.len()));
+    }
+    Ok(run)
+}
+
+/// The text between `prefix` and a closing "@@" of a marker line.
+fn marker<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
+    line.strip_prefix(prefix).and_then(|r| r.strip_suffix("@@"))
+}
+
+/// Fill `s` from a "@@META k=v ...@@" line of run.sh.
+fn apply_meta(s: &mut Sample, meta: &str) {
+    let kv: BTreeMap<&str, String> = meta
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k, v.replace('_', " ")))
+        .collect();
+    let get = |k: &str| kv.get(k).filter(|v| !v.is_empty()).cloned();
+    s.wall_s = get("wall").and_then(|v| v.parse().ok());
+    s.ops = get("ops").map(|v| v.replace(' ', "_"));
+    s.exit = get("exit");
+    s.fail = get("fail");
+    let snap = |k: &str| -> Option<(f64, f64)> {
+        let v: Vec<f64> = get(k)?.split(',').filter_map(|x| x.parse().ok()).collect();
+        (v.len() == 3 && v[2] > 0.0).then(|| (v[0], v[1]))
+    };
+    if let (Some((ns0, c0)), Some((ns1, c1))) = (snap("bpf0"), snap("bpf1")) {
+        if c1 > c0 {
+            s.bpf_ns_per_call = Some((ns1 - ns0) / (c1 - c0));
+            s.bpf_calls = Some(c1 - c0);
+        }
+    }
+    if s.fail.is_none() && s.ops.is_some() && s.bpf_ns_per_call.is_none() {
+        s.fail = Some("no BPF statistics (struct_ops programs not found)".into());
+    }
+}
+
+/// One progress line per run on stderr; failures loudly, with the workload's output.
+fn progress(sc: &Scenario, topo: &str, s: &Sample, out: &str) {
+    let (m, unit, _) = sc.headline();
+    let v = s
+        .metrics
+        .get(m)
+        .map(|v| format!("{v:.3} {unit}"))
+        .unwrap_or_else(|| "-".into());
+    let bpf = s
+        .bpf_ns_per_call
+        .map(|b| format!(", BPF {b:.0} ns/call"))
+        .unwrap_or_default();
+    match &s.fail {
+        None => eprintln!(
+            "   {} {topo} round {}: {:<24} {v}{bpf}",
+            sc.name, s.round, s.sched
+        ),
+        Some(f) => {
+            eprintln!(
+                "!! FAILED {} {topo} round {}: {}: {f}",
+                sc.name, s.round, s.sched
+            );
+            for l in out
+                .lines()
+                .rev()
+                .take(15)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                eprintln!("!!   {l}");
+            }
+        }
+    }
+}
+
+/// Check that --host can work here: root and a kernel with sched_ext.
+pub fn check_host() -> Result<()> {
+    if !Path::new("/sys/kernel/sched_ext").exists() {
+        bail!("--host: this kernel has no sched_ext (/sys/kernel/sched_ext missing)");
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("--host: loading schedulers needs root");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_lines_become_samples() {
+        let mut s = Sample::default();
+        apply_meta(
+            &mut s,
+            "wall=1.24 wrc=0 sched_rc=0 ops=mosaic_0.1.0_x86 bpf0=100,10,9 bpf1=1100,30,9 \
+             exit=unregistered_from_user_space fail=",
+        );
+        assert_eq!(s.bpf_ns_per_call, Some(50.0));
+        assert_eq!(s.exit.as_deref(), Some("unregistered from user space"));
+        assert_eq!(s.ops.as_deref(), Some("mosaic_0.1.0_x86"));
+        assert!(s.fail.is_none());
+        let mut e = Sample::default();
+        apply_meta(&mut e, "wall= wrc= sched_rc=1 ops=x bpf0= bpf1= exit=runtime_error fail=ejected:_runtime_error");
+        assert_eq!(e.fail.as_deref(), Some("ejected: runtime error"));
+        assert_eq!(sh_quote("a b'c"), r"'a b'\''c'");
+        assert_eq!(sh_quote("eevdf="), "eevdf=");
+    }
+}

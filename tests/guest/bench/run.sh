@@ -1,0 +1,143 @@
+#!/bin/sh
+# tests/guest/bench/run.sh - the guest side of mosaic-bench (bench/): one workload under several
+# schedulers, interleaved in one boot (round 1: A B C, round 2: A B C, ...).
+#
+# Usage: run.sh ROUNDS 'WORKLOAD' 'LABEL=COMMAND' ['LABEL=COMMAND' ...]
+#   WORKLOAD runs with sh -c; its output is handed to the host as is (the host parses it).
+#   COMMAND empty: the kernel's default scheduler (no sched_ext scheduler loaded); otherwise
+#   a sched_ext scheduler's command line, started in the background and stopped with SIGINT.
+# Environment: BENCH_DIR (this directory; exported for the workload scripts),
+#   BENCH_START_TIMEOUT (seconds a scheduler may take to enable, default 120).
+#
+# For every sched_ext run it measures the BPF cost per call (kernel.bpf_stats_enabled=1;
+# run_time_ns and run_cnt of the scheduler's struct_ops programs, read from the fdinfo of its
+# program fds, before and after the workload) and checks how it ended: still enabled when the
+# workload finished, the kernel's "disabled (reason)" line says it was unregistered, and the
+# scheduler exited 0. Anything else is an ejection or failure, reported as fail=... .
+#
+# Output lines for the host (mosaic-bench parses them; everything else is informational):
+#   @@BENCH-INFO kernel=R nproc=N@@
+#   @@RUN LABEL ROUND@@ <workload output> @@META key=value ...@@ @@ENDRUN@@
+rounds=$1
+workload=$2
+shift 2
+: "${BENCH_DIR:=$(cd "$(dirname "$0")" && pwd)}"
+export BENCH_DIR
+start_timeout=${BENCH_START_TIMEOUT:-120}
+SCX=/sys/kernel/sched_ext
+dir=$(mktemp -d /tmp/bench.XXXXXX)
+
+# Seconds since boot (two decimals).
+now() { cut -d' ' -f1 /proc/uptime; }
+
+# Print "run_time_ns run_cnt nprogs" summed over the struct_ops programs (BPF_PROG_TYPE_STRUCT_OPS
+# = 27) whose fds process $1 holds, each program once.
+bpf_snapshot() {
+    for f in /proc/"$1"/fdinfo/*; do cat "$f" 2>/dev/null; echo; done | awk '
+        /^prog_type:/ { t = $2 } /^prog_id:/ { id = $2 }
+        /^run_time_ns:/ { ns = $2 } /^run_cnt:/ { c = $2 }
+        /^$/ { if (t == 27 && !(id in seen)) { seen[id] = 1; N += ns; C += c; P++ }
+               t = ""; id = ""; ns = 0; c = 0 }
+        END { printf "%.0f %.0f %d\n", N, C, P }'
+}
+
+# Wait up to $2 s for $SCX/state to read $1, while process $3 (if given) lives.
+wait_state() {
+    local n=0
+    while [ "$(cat $SCX/state 2>/dev/null)" != "$1" ]; do
+        [ -n "$3" ] && ! kill -0 "$3" 2>/dev/null && return 1
+        n=$((n + 1))
+        [ $n -gt $(($2 * 10)) ] && return 1
+        sleep 0.1
+    done
+}
+
+# Run the workload once: output to $dir/out, sets wrc and wall.
+run_workload() {
+    local t0 t1
+    t0=$(now)
+    sh -c "$workload" >$dir/out 2>&1
+    wrc=$?
+    t1=$(now)
+    wall=$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')
+}
+
+# One run of the workload under scheduler command $1 (empty: the kernel's default).
+# Prints the @@RUN block.
+run_under() {
+    local cmd=$1 pid='' fail='' ops='' b0='' b1='' src=0 line n0 exitmsg='' k state
+    wrc='' wall=''
+    if [ -n "$cmd" ]; then
+        if [ "$(cat $SCX/state)" != disabled ]; then
+            fail="another sched_ext scheduler is loaded ($(cat $SCX/root/ops 2>/dev/null))"
+        else
+            n0=$(dmesg | wc -l)
+            sh -c "exec $cmd" >$dir/sched.log 2>&1 &
+            pid=$!
+            if ! wait_state enabled "$start_timeout" "$pid"; then
+                if kill -0 $pid 2>/dev/null; then
+                    fail="did not enable within ${start_timeout} s"
+                else
+                    fail="exited before enabling"
+                fi
+            else
+                ops=$(cat $SCX/root/ops 2>/dev/null)
+                b0=$(bpf_snapshot $pid)
+                run_workload
+                b1=$(bpf_snapshot $pid)
+                state=$(cat $SCX/state)
+                [ "$state" = enabled ] || fail="ejected during the workload (state $state)"
+            fi
+            if kill -0 $pid 2>/dev/null; then
+                kill -INT $pid
+                k=0
+                while kill -0 $pid 2>/dev/null && [ $k -lt 300 ]; do sleep 0.1; k=$((k + 1)); done
+                if kill -0 $pid 2>/dev/null; then
+                    kill -KILL $pid
+                    [ -n "$fail" ] || fail="did not exit within 30 s of SIGINT"
+                fi
+            fi
+            wait $pid
+            src=$?
+            wait_state disabled 30 || [ -n "$fail" ] || fail="sched_ext still $(cat $SCX/state) after exit"
+            exitmsg=$(dmesg | tail -n +$((n0 + 1)) | grep -a 'sched_ext:.*disabled (' | tail -n 1 |
+                sed 's/.*disabled (\(.*\))/\1/')
+            case $exitmsg in
+                unregistered*) ;;
+                '') [ -n "$fail" ] || fail="no 'disabled' line from the kernel" ;;
+                *) fail="ejected: $exitmsg${fail:+ ($fail)}" ;;
+            esac
+            [ "$src" = 0 ] || [ -n "$fail" ] || fail="scheduler exited with status $src"
+        fi
+    else
+        run_workload
+    fi
+    [ -z "$fail" ] && [ "$wrc" != 0 ] && fail="workload exited with status $wrc"
+    echo "@@RUN $label $round@@"
+    [ -f $dir/out ] && cat $dir/out
+    printf '@@META wall=%s wrc=%s sched_rc=%s ops=%s bpf0=%s bpf1=%s exit=%s fail=%s@@\n' \
+        "$wall" "$wrc" "$src" "$ops" "$(echo $b0 | tr ' ' ,)" "$(echo $b1 | tr ' ' ,)" \
+        "$(echo "$exitmsg" | tr ' ' _)" "$(echo "$fail" | tr ' ' _)"
+    if [ -n "$fail" ] && [ -n "$cmd" ]; then
+        echo "---- $label: scheduler output (tail) ----"
+        tail -n 20 $dir/sched.log
+        dmesg | tail -n +$((n0 + 1)) | grep -a sched_ext | tail -n 10
+        echo "----"
+    fi
+    echo "@@ENDRUN@@"
+    rm -f $dir/out
+}
+
+old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+echo "@@BENCH-INFO kernel=$(uname -r) nproc=$(nproc)@@"
+round=1
+while [ $round -le "$rounds" ]; do
+    for spec in "$@"; do
+        label=${spec%%=*}
+        run_under "${spec#*=}"
+    done
+    round=$((round + 1))
+done
+echo "$old_stats" >/proc/sys/kernel/bpf_stats_enabled
+rm -rf "$dir"
