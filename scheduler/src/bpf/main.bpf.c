@@ -50,6 +50,18 @@ static __always_inline bool debug_should_drop(const struct task_struct *p)
 	return true;
 }
 
+/* Insert @p into the local DSQ of @target, an idle CPU claimed for it. */
+static __always_inline bool send_to_idle(struct task_struct *p, s32 target,
+					 u64 enq_flags, enum mosaic_stat stat)
+{
+	if (target < 0)
+		return false;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | target, slice_ns, enq_flags);
+	kick_claimed(target);
+	stat_inc(stat);
+	return true;
+}
+
 s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -91,25 +103,16 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	/* slice over on a CPU too small for it: go where it fits */
+	/*
+	 * Slice over on a CPU too small for it, or outside its group's
+	 * partition: go to an idle CPU where it belongs.
+	 */
 	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
-		target = misfit_target(p, tctx, cpu);
-		if (target >= 0) {
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | target,
-					   slice_ns, enq_flags);
-			kick_claimed(target);
-			stat_inc(STAT_MISFIT_MOVES);
+		if (send_to_idle(p, misfit_target(p, tctx, cpu), enq_flags,
+				 STAT_MISFIT_MOVES) ||
+		    send_to_idle(p, group_target(p, tctx, cpu), enq_flags,
+				 STAT_GROUP_MOVES))
 			return;
-		}
-		/* ... or outside its group's partition, with an idle CPU in */
-		target = group_target(p, tctx, cpu);
-		if (target >= 0) {
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | target,
-					   slice_ns, enq_flags);
-			kick_claimed(target);
-			stat_inc(STAT_GROUP_MOVES);
-			return;
-		}
 	}
 
 	cpu = group_queue_cpu(p, tctx, cpu);
