@@ -204,8 +204,16 @@ pub fn run_scenario(
             .rfind(|l| !l.trim().is_empty())
             .unwrap_or("")
             .to_string();
+        let why = match status.code() {
+            Some(122) => "VM stopped without reporting",
+            Some(124) => "timed out",
+            Some(125) => "guest did not boot",
+            Some(126) => "guest kernel Oops/panic",
+            Some(143) | None => "killed from outside (SIGTERM/signal)",
+            _ => "failed",
+        };
         run.error = Some(format!(
-            "{} exited with {status}: {last}",
+            "{} {why} ({status}): {last}",
             if env.host { "run.sh" } else { "vm/run" }
         ));
         eprintln!(

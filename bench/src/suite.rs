@@ -290,7 +290,7 @@ pub static SCENARIOS: &[Scenario] = &[
         ],
         metrics: &[("rps", "requests/s", true)],
         parse: parse_redis,
-        default: true,
+        default: false,
         secs: 5.0,
     },
     Scenario {
