@@ -41,6 +41,14 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
     ),
     (bpf_intf::mosaic_stat_STAT_OVERLOAD_SETS, "overload_sets"),
     (bpf_intf::mosaic_stat_STAT_OVERLOAD_NS, "overload_ns"),
+    (
+        bpf_intf::mosaic_stat_STAT_IDLE_WAITING_SCANS,
+        "idle_waiting_scans",
+    ),
+    (
+        bpf_intf::mosaic_stat_STAT_IDLE_WAITING_MAX_US,
+        "idle_waiting_max_us",
+    ),
     (bpf_intf::mosaic_stat_STAT_PREV_KEPT, "prev_kept"),
     (
         bpf_intf::mosaic_stat_STAT_PREV_REJECTED_CAPACITY,
@@ -85,10 +93,17 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
 pub struct Counters {
     pub stats: Vec<u64>,
     pub per_shard: Vec<u64>,
+    /// Each counter's value on each CPU (by counter id, then CPU id).
+    pub per_cpu: Vec<Vec<u64>>,
 }
 
-/// Sums one entry of a per-CPU array map of u64 over all CPUs.
-pub fn sum_percpu(map: &dyn MapCore, idx: u32) -> Result<u64> {
+/// Whether counter @idx is a maximum over CPUs rather than a sum.
+fn is_maximum(idx: u32) -> bool {
+    idx == bpf_intf::mosaic_stat_STAT_IDLE_WAITING_MAX_US
+}
+
+/// The values of one entry of a per-CPU array map of u64, one per CPU.
+fn percpu_values(map: &dyn MapCore, idx: u32) -> Result<Vec<u64>> {
     let per_cpu = map
         .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)
         .context("reading a counter map")?
@@ -96,7 +111,22 @@ pub fn sum_percpu(map: &dyn MapCore, idx: u32) -> Result<u64> {
     Ok(per_cpu
         .iter()
         .map(|v| u64::from_ne_bytes(v[..8].try_into().unwrap()))
-        .sum())
+        .collect())
+}
+
+/// Sums one entry of a per-CPU array map of u64 over all CPUs.
+pub fn sum_percpu(map: &dyn MapCore, idx: u32) -> Result<u64> {
+    Ok(percpu_values(map, idx)?.iter().sum())
+}
+
+/// Counter @idx over several CPUs, or restarts: the sum, or for a maximum
+/// the largest.
+fn combine(idx: u32, values: impl IntoIterator<Item = u64>) -> u64 {
+    let values = values.into_iter();
+    match is_maximum(idx) {
+        true => values.max().unwrap_or(0),
+        false => values.sum(),
+    }
 }
 
 /// Adds @b into @a element-wise, growing @a as needed.
@@ -112,19 +142,49 @@ fn add_into(a: &mut Vec<u64>, b: &[u64]) {
 impl Counters {
     /// Reads the live counters of a loaded scheduler with @nr_shards shards.
     pub fn read(skel: &BpfSkel, nr_shards: usize) -> Result<Self> {
-        let stats = (0..bpf_intf::mosaic_stat_NR_MOSAIC_STATS)
-            .map(|i| sum_percpu(&skel.maps.stats, i))
+        let per_cpu: Vec<Vec<u64>> = (0..bpf_intf::mosaic_stat_NR_MOSAIC_STATS)
+            .map(|i| percpu_values(&skel.maps.stats, i))
             .collect::<Result<_>>()?;
+        let stats = per_cpu
+            .iter()
+            .enumerate()
+            .map(|(i, v)| combine(i as u32, v.iter().copied()))
+            .collect();
         let per_shard = (0..nr_shards as u32)
             .map(|i| sum_percpu(&skel.maps.shard_enqueues, i))
             .collect::<Result<_>>()?;
-        Ok(Counters { stats, per_shard })
+        Ok(Counters {
+            stats,
+            per_shard,
+            per_cpu,
+        })
     }
 
-    /// Adds @other into self (totals across scheduler restarts).
+    /// Adds @other into self (totals across scheduler restarts; maxima
+    /// stay maxima).
     pub fn add(&mut self, other: &Counters) {
-        add_into(&mut self.stats, &other.stats);
+        let n = bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usize;
+        self.stats.resize(n, 0);
+        self.per_cpu.resize(n, Vec::new());
+        for i in 0..n {
+            let b = other.stats.get(i).copied().unwrap_or(0);
+            self.stats[i] = combine(i as u32, [self.stats[i], b]);
+            let (mine, theirs) = (&mut self.per_cpu[i], other.per_cpu.get(i));
+            let theirs = theirs.map_or(&[][..], |v| &v[..]);
+            if mine.len() < theirs.len() {
+                mine.resize(theirs.len(), 0);
+            }
+            for (x, y) in mine.iter_mut().zip(theirs) {
+                *x = combine(i as u32, [*x, *y]);
+            }
+        }
         add_into(&mut self.per_shard, &other.per_shard);
+    }
+
+    /// Counter @idx over the CPUs @cpus.
+    pub fn on_cpus(&self, idx: u32, cpus: &[usize]) -> u64 {
+        let per_cpu = self.per_cpu.get(idx as usize).map_or(&[][..], |v| &v[..]);
+        combine(idx, cpus.iter().filter_map(|&c| per_cpu.get(c).copied()))
     }
 
     /// The value of counter @name.
@@ -260,10 +320,12 @@ mod tests {
         let mut a = Counters {
             stats: vec![1; n],
             per_shard: vec![2, 3],
+            ..Default::default()
         };
         let b = Counters {
             stats: vec![5; n],
             per_shard: vec![1, 1, 7],
+            ..Default::default()
         };
         a.add(&b);
         assert_eq!(a.get("shard_enqueues"), 6);

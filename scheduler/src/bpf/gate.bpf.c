@@ -22,6 +22,12 @@
  * a slice) or for the next task queued anywhere to raise the flag again.
  * --no-overload-gate scans every time.
  *
+ * The same scan checks the invariant of Lozi et al. ("The Linux Scheduler: a
+ * Decade of Wasted Cores"): no CPU idles while a task that may run on it
+ * waits in a queue. When it sees such a pair it raises the flag and kicks the
+ * idle CPU, and it counts the scans that saw one and the longest stretch of
+ * consecutive scans that did (idle_waiting_*), so tests can bound it.
+ *
  * WHY
  * On a partially loaded machine (at most one task per CPU) an idle CPU's
  * balancing pass finds nothing and can cost more than the work itself: the
@@ -86,21 +92,106 @@ static __always_inline bool anyone_waiting(void)
 	return false;
 }
 
+/* Since when consecutive scans saw a CPU idle next to a waiter (0: not). */
+u64 idle_waiting_since;
+
 /*
- * The periodic scan: clear the flag if nobody waits. If the flag is up and
- * someone waits while a CPU idles (its kick was lost in a race), wake it.
+ * An idle CPU that one of the first tasks waiting on shard @shard may run on,
+ * or -1. A global function: the verifier checks it once, not per caller loop.
+ */
+__noinline s32 idle_cpu_for_shard(u32 shard)
+{
+	const struct cpumask *idle;
+	struct task_struct *p;
+	s32 found = -1, cpu;
+	u32 seen = 0;
+
+	if (shard >= MAX_SHARDS || !scx_bpf_dsq_nr_queued(shard_dsq_id(shard)))
+		return -1;
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for_each (scx_dsq, p, shard_dsq_id(shard), 0) {
+		if (++seen > STEAL_LOOK_AHEAD)
+			break;
+		cpu = bpf_cpumask_any_and_distribute(p->cpus_ptr, idle);
+		if (cpu < nr_cpu_ids) {
+			found = cpu;
+			break;
+		}
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	return found;
+}
+
+/* An idle CPU whose own queue holds a task, or -1. */
+static __always_inline s32 idle_cpu_with_own_waiter(void)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	s32 found = -1;
+	u32 i;
+
+	bpf_for (i, 0, nr_cpu_ids) {
+		if (bpf_cpumask_test_cpu(i, idle) &&
+		    scx_bpf_dsq_nr_queued(cpu_dsq_id(i))) {
+			found = i;
+			break;
+		}
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	return found;
+}
+
+/* An idle CPU that a queued task may run on, or -1 if there is none. */
+static __always_inline s32 idle_cpu_for_waiter(void)
+{
+	s32 cpu = idle_cpu_with_own_waiter();
+	u32 i;
+
+	bpf_for (i, 0, nr_shards) {
+		if (cpu >= 0)
+			break;
+		cpu = idle_cpu_for_shard(i);
+	}
+	return cpu;
+}
+
+/* Record one scan's wasted-core verdict: whether a CPU idled by a waiter. */
+static __always_inline void note_idle_waiting(bool seen)
+{
+	u64 now = scx_bpf_now(), since = idle_waiting_since, us;
+	u32 idx = STAT_IDLE_WAITING_MAX_US;
+	u64 *max;
+
+	if (!seen) {
+		idle_waiting_since = 0;
+		return;
+	}
+	stat_inc(STAT_IDLE_WAITING_SCANS);
+	if (!since) {
+		idle_waiting_since = now;
+		return;
+	}
+	us = time_before(since, now) ? (now - since) / 1000 : 0;
+	max = bpf_map_lookup_elem(&stats, &idx);
+	if (max && us > *max)
+		*max = us;
+}
+
+/*
+ * The periodic scan: clear the flag if nobody waits. If someone waits while
+ * a CPU it may run on idles (a kick lost to a race, or a flag cleared under
+ * it), raise the flag and wake that CPU.
  */
 static int gate_scan(void *map, int *key, struct bpf_timer *timer)
 {
-	const struct cpumask *all = all_cpus();
 	s32 idle;
 
-	if (!anyone_waiting()) {
+	if (!anyone_waiting())
 		overload_clear();
-	} else if (overloaded && all) {
-		idle = scx_bpf_pick_idle_cpu(all, 0);
-		if (idle >= 0)
-			kick_claimed(idle);
+	idle = idle_cpu_for_waiter();
+	note_idle_waiting(idle >= 0);
+	if (idle >= 0) {
+		overload_set();
+		kick_claimed(idle);
 	}
 	bpf_timer_start(timer, overload_scan_ns, 0);
 	return 0;
@@ -113,8 +204,6 @@ static s32 gate_init(void)
 	u32 key = 0;
 	s32 ret;
 
-	if (no_shared_runq)
-		return 0;
 	t = bpf_map_lookup_elem(&gate_timers, &key);
 	if (!t) {
 		scx_bpf_error("no overload gate timer");

@@ -57,6 +57,11 @@ enum mosaic_stat {
 	STAT_STEAL_PULLS_REMOTE, /* tasks stolen from another node */
 	STAT_OVERLOAD_SETS,	 /* times the overload flag went up */
 	STAT_OVERLOAD_NS,	 /* time the flag spent up (closed spells) */
+	/* the wasted-core check of the periodic scan (gate.bpf.c) */
+	STAT_IDLE_WAITING_SCANS,  /* scans that saw a CPU idle while a task
+				   * allowed on it waited in a queue */
+	STAT_IDLE_WAITING_MAX_US, /* longest such stretch; a maximum, not a
+				   * sum: per CPU, the scans that ran there */
 	/* wakeup placement (wakeup.bpf.c): where an idle CPU was found */
 	STAT_PREV_KEPT,		     /* prev was idle and the task fits it */
 	STAT_PREV_REJECTED_CAPACITY, /* prev was idle but too small */

@@ -100,6 +100,7 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		tctx->wake_cpu = -1;
 		queue_task(p, cpu, enq_flags);
 		kick_claimed(target);
+		stat_inc(STAT_INSERT_QUEUED);
 		return;
 	}
 

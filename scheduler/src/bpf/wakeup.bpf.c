@@ -147,8 +147,7 @@ static __always_inline void place_woken(struct task_struct *p,
 	} else if (no_l2_locality && llc_of(this) == llc_of(cpu)) {
 		stat_inc(STAT_INSERT_DIRECT_WIDE);
 	} else {
-		tctx->wake_cpu = cpu;
-		stat_inc(STAT_INSERT_QUEUED);
+		tctx->wake_cpu = cpu; /* ops.enqueue queues it and kicks */
 		return;
 	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
