@@ -57,3 +57,10 @@ sim-report:
 .PHONY: bench
 bench: build
 	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full)
+
+# The reliability gauntlet -> docs/reliability.md: every stressor cell on every VM topology
+# on the default kernel, a subset on two older trixie-backports kernels (fetched on first use);
+# one boot per (kernel, topology). About 40 minutes on 2 cores (TCG).
+.PHONY: gauntlet
+gauntlet: build
+	tests/gauntlet/run.py --json target/gauntlet/results.json

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""The reliability gauntlet: scx_mosaic under stressors x VM topologies x kernels.
+
+One VM boot per (kernel, topology) runs that row's stressor cells in sequence inside the
+guest (tests/guest/gauntlet/run.sh); this script judges every cell from what the guest
+reports, prints a table and exits 1 if any cell failed (2 on a usage error).
+
+  tests/gauntlet/run.py                      the whole matrix (`make gauntlet`)
+  tests/gauntlet/run.py --quick              the subset that `make test` runs
+  tests/gauntlet/run.py --kernels 7.1.13+deb13 --topos 2llc-smt --stressors sigkill,hotplug
+
+Checks of every cell (docs/reliability.md explains them and the bounds):
+  loaded     scx_mosaic loaded (else its error is shown)
+  ejected    the kernel's exit kind from --stats-file is a request (< 1024), scx_mosaic exited
+             0 on SIGINT and sched_ext is disabled after; for sigkill: sched_ext went back to
+             disabled within 10 s and the kernel logged "unregistered from user space"
+  dmesg      no BUG / WARNING / Oops / Call Trace / sched_ext error or stall / RCU stall line
+  progress   every thread of every probe (tests/gauntlet/spin.c) counted forward in the window,
+             every thread was created, and stress-ng exited 0 with bogo ops > 0 per stressor
+  idle-wait  idle_waiting_max_us (the scheduler's own scan: a CPU idle while a task allowed
+             on it waited) <= IDLE_WAIT_BOUND_US; "n/a" when the counters are not in the JSON
+"""
+
+import argparse
+import base64
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+from vmtest import VM_BOOT_FAILED, VM_GUEST_OOPS, VM_TIMEOUT, Guest  # noqa: E402
+
+CACHE = Path("/var/cache/mosaic")
+DEFAULT_KERNEL = "7.3.4+deb13-cloud-amd64"
+OLD_KERNELS = ["6.19.14+deb13-cloud-amd64", "7.1.13+deb13-cloud-amd64"]
+TOPOS = ["1llc", "2llc-smt", "2node", "4llc", "1cpu", "16cpu"]
+STRESSORS = ["affinity", "fork", "threads", "nice", "cgroup", "hotplug", "sigstop", "sigkill"]
+# The older kernels run a representative subset: the two ways out of a load (hotplug restart,
+# SIGKILL), the cgroup path and the stress-ng churn, on a 2-LLC SMT and a 4-LLC machine.
+OLD_TOPOS = ["2llc-smt", "4llc"]
+OLD_STRESSORS = ["affinity", "cgroup", "hotplug", "sigkill"]
+# The fast subset inside `make test` (default kernel): two topologies, three stressors each.
+QUICK = [("1llc", ["affinity", "threads", "sigkill"]), ("2llc-smt", ["cgroup", "hotplug", "sigstop"])]
+
+# Longest stretch a CPU may idle while a task allowed on it waits, as the scheduler's scan
+# (every --overload-scan-us, 10 ms by default) sees it: 25 scan periods / 25 ticks at HZ=250.
+# Generous: under TCG one host thread runs every vCPU in turn, so a kicked idle vCPU can wait
+# tens of ms before it runs at all.
+IDLE_WAIT_BOUND_US = 250_000
+DISABLE_BOUND_MS = 10_000
+BAD_RE = re.compile(r"BUG|WARNING|Oops|Call Trace|sched_ext:.*(error|stall)|rcu.*stall"
+                    r"|blocked for more than")
+
+
+def spin_binary():
+    """Builds tests/gauntlet/spin.c (static) into the cache when it changed; returns its path."""
+    src = REPO / "tests/gauntlet/spin.c"
+    out = CACHE / "gauntlet/spin"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["gcc", "-O2", "-Wall", "-static", "-pthread", "-o", str(out) + ".tmp",
+                        str(src)], check=True)
+        Path(str(out) + ".tmp").rename(out)
+    return out
+
+
+def fetch_kernel(version):
+    """vm/fetch-kernel (idempotent); returns the kernel's cache directory."""
+    p = subprocess.run([str(REPO / "vm/fetch-kernel"), version], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"gauntlet: cannot fetch kernel {version}:\n{p.stderr}")
+    return Path(p.stdout.strip().splitlines()[-1])
+
+
+def boot_row(kernel, topo, stressors, secs, log_dir):
+    """Boots one VM and runs @stressors there; returns (Guest or None, vm/run status, seconds)."""
+    kdir = fetch_kernel(kernel)
+    cmd = f"sh /mosaic/guest/gauntlet/run.sh {secs} {' '.join(stressors)}"
+    # 10k threads and hotplug reloads are slow under TCG; the 16-CPU guest is slower still
+    per_cell = secs * 4 + 60 + (60 if topo == "16cpu" else 0)
+    timeout = 180 + per_cell * len(stressors)
+    args = [str(REPO / "vm/run"), "--topo", topo, "--kernel", kernel, "--timeout", str(timeout),
+            "--add", f"{spin_binary()}:/usr/bin/spin",
+            "--keep-log", str(log_dir / f"{kernel}-{topo}.console.log")]
+    if (kdir / "image-only").exists():
+        # no qemu_fw_cfg module: the command travels on the kernel command line
+        b64 = base64.b64encode(cmd.encode()).decode()
+        args += ["--append", f"rdinit=/mosaic/guest/gauntlet/init MOSAIC_CMD={b64}"]
+    t0 = time.monotonic()
+    p = subprocess.run(args + ["--", cmd], capture_output=True, text=True, timeout=timeout + 300)
+    took = time.monotonic() - t0
+    (log_dir / f"{kernel}-{topo}.out").write_text(p.stdout + "\n--- stderr ---\n" + p.stderr)
+    if p.returncode in (VM_TIMEOUT, VM_BOOT_FAILED, VM_GUEST_OOPS) and "@@CELL@@" not in p.stdout:
+        return None, p.returncode, took, p.stderr
+    return Guest(p.returncode, p.stdout), p.returncode, took, p.stderr
+
+
+def spin_problems(line):
+    """What is wrong with a spin probe's result line (empty if it shows full progress)."""
+    if not line:
+        return ["probe reported nothing"]
+    f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+    out = []
+    if f.get("threads") != f.get("wanted"):
+        out.append(f"created {f.get('threads')}/{f.get('wanted')} threads")
+    if f.get("zero") != "0":
+        out.append(f"{f.get('zero')} of {f.get('threads')} threads starved")
+    return out
+
+
+def judge(g, cell):
+    """Judges one cell from the guest's report; returns a dict with status and details."""
+    v = {k[len(cell) + 1:]: val for k, val in g.values.items() if k.startswith(cell + "_")}
+    res = {"cell": cell, "status": "ok", "problems": [], "idle_wait_us": "n/a",
+           "secs": v.get("cell_s", "?")}
+    bad = res["problems"]
+    if "cell_rc" not in v:
+        res["status"] = "FAIL"
+        bad.append("cell did not finish (VM died or timed out during it)")
+        return res
+    if "skip" in v:
+        res["status"] = "skip"
+        bad.append(v["skip"])
+        return res
+    if "error" in v:
+        bad.append(v["error"])
+    if "load_error" in v:
+        bad.append(f"scx_mosaic failed to load: {v['load_error']}")
+    if v.get("dmesg_bad", "0") != "0":
+        lines = [ln for ln in g.out.splitlines() if ln.startswith(f"[{cell} dmesg]")]
+        bad.append(f"{v['dmesg_bad']} bad kernel log lines: {lines[:3]}")
+    sched = v.get("sched_log", "")
+    if cell == "sigkill":
+        if v.get("disabled_ms") == "never" or int(v.get("disabled_ms", "0")) > DISABLE_BOUND_MS:
+            bad.append(f"sched_ext not disabled within {DISABLE_BOUND_MS} ms of SIGKILL "
+                       f"({v.get('disabled_ms')})")
+        if "unregistered from user space" not in sched:
+            bad.append(f"kernel did not log a clean unregister: {sched}")
+    elif "load_error" not in v:
+        s = g.json.get(cell)
+        if s is None:
+            bad.append("no --stats-file JSON")
+        else:
+            if s["exit"]["kind"] >= 1024:
+                bad.append(f"ejected: {s['exit']}")
+            if "idle_waiting_max_us" in s:
+                res["idle_wait_us"] = s["idle_waiting_max_us"]
+                if s["idle_waiting_max_us"] > IDLE_WAIT_BOUND_US:
+                    bad.append(f"a CPU idled {s['idle_waiting_max_us']} us while a task allowed "
+                               f"on it waited (bound {IDLE_WAIT_BOUND_US}; "
+                               f"{s.get('idle_waiting_scans')} scans saw it)")
+            if cell == "hotplug" and s.get("restarts", 0) < 2:
+                bad.append(f"expected >= 2 restarts, got {s.get('restarts')}")
+        if v.get("mosaic_rc") != "0":
+            bad.append(f"scx_mosaic exited {v.get('mosaic_rc')}")
+        if v.get("state_after") != "disabled":
+            bad.append(f"sched_ext state after stop: {v.get('state_after')}")
+    for key, line in v.items():
+        if key.startswith("spin_"):
+            bad += [f"{key[5:]}: {p}" for p in spin_problems(line)]
+    if "stressng_rc" in v:
+        if v["stressng_rc"] != "0":
+            bad.append(f"stress-ng exited {v['stressng_rc']}")
+        ops = dict(kv.split("=") for kv in v.get("bogo", "").split(",") if "=" in kv)
+        if not ops or any(int(n) == 0 for n in ops.values()):
+            bad.append(f"a stressor made no progress: {v.get('bogo')}")
+    if cell == "sigstop":
+        for k in ("state_stopped", "state_stopped_end"):
+            if v.get(k) != "enabled":
+                bad.append(f"{k}: {v.get(k)} (scheduling stopped with userspace)")
+    if cell == "hotplug" and v.get("reattached") != "1":
+        bad.append(f"scx_mosaic did not reattach after a hotplug event ({v.get('cycles')} cycles)")
+    if cell == "cgroup" and v.get("short_starved", "0") != "0":
+        bad.append(f"{v['short_starved']} short tasks in new cgroups starved")
+    if bad:
+        res["status"] = "FAIL"
+    return res
+
+
+def run_matrix(rows, secs, log_dir):
+    """Runs rows [(kernel, topo, [stressors])]; returns a list of row results."""
+    results = []
+    for kernel, topo, stressors in rows:
+        print(f"gauntlet: {kernel} {topo}: {' '.join(stressors)} ...", file=sys.stderr, flush=True)
+        g, rc, took, err = boot_row(kernel, topo, stressors, secs, log_dir)
+        row = {"kernel": kernel, "topo": topo, "vm_rc": rc, "secs": round(took), "cells": []}
+        if g is None:
+            why = {VM_TIMEOUT: "VM timeout", VM_BOOT_FAILED: "boot failure",
+                   VM_GUEST_OOPS: "guest Oops/panic"}.get(rc, f"vm/run {rc}")
+            row["cells"] = [{"cell": c, "status": "FAIL", "problems": [f"{why}: {err.strip()}"],
+                             "idle_wait_us": "n/a", "secs": "?"} for c in stressors]
+        else:
+            row["cells"] = [judge(g, c) for c in stressors]
+            if rc == VM_GUEST_OOPS:
+                for c in row["cells"]:
+                    c["status"] = "FAIL"
+                    c["problems"].append(f"guest kernel Oops during the boot: {err.strip()}")
+        results.append(row)
+        print(f"gauntlet: {kernel} {topo}: {took:.0f} s: "
+              + " ".join(f"{c['cell']}={c['status']}" for c in row["cells"]),
+              file=sys.stderr, flush=True)
+    return results
+
+
+def table(results):
+    """The results as a Markdown table: one row per boot, one column per stressor."""
+    cols = [s for s in STRESSORS if any(c["cell"] == s for r in results for c in r["cells"])]
+    lines = ["| kernel | topology | boot s | " + " | ".join(cols) + " |",
+             "|---|---|---|" + "---|" * len(cols)]
+    for r in results:
+        by = {c["cell"]: c for c in r["cells"]}
+        cells = []
+        for s in cols:
+            c = by.get(s)
+            if c is None:
+                cells.append("")
+            elif c["status"] == "ok":
+                iw = c["idle_wait_us"]
+                cells.append("ok" if iw == "n/a" else f"ok ({iw / 1000:.0f} ms)")
+            else:
+                cells.append(c["status"])
+        lines.append(f"| {r['kernel'].removesuffix('-cloud-amd64')} | {r['topo']} | {r['secs']} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plan(args):
+    """The rows to run: [(kernel, topo, [stressors])]."""
+    if args.quick:
+        return [(DEFAULT_KERNEL, t, s) for t, s in QUICK]
+    rows = []
+    kernels = args.kernels.split(",") if args.kernels else [DEFAULT_KERNEL] + OLD_KERNELS
+    for k in kernels:
+        k = k if k.endswith("-cloud-amd64") else k + "-cloud-amd64"
+        default = k == DEFAULT_KERNEL
+        topos = args.topos.split(",") if args.topos else (TOPOS if default else OLD_TOPOS)
+        stressors = (args.stressors.split(",") if args.stressors
+                     else (STRESSORS if default else OLD_STRESSORS))
+        for s in stressors:
+            if s not in STRESSORS:
+                print(f"gauntlet: unknown stressor {s} (known: {', '.join(STRESSORS)})",
+                      file=sys.stderr)
+                sys.exit(2)
+        rows += [(k, t, stressors) for t in topos]
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the fast subset of `make test`")
+    ap.add_argument("--kernels", help="comma-separated kernel versions (default: all three)")
+    ap.add_argument("--topos", help="comma-separated topologies (default: per kernel)")
+    ap.add_argument("--stressors", help="comma-separated stressors (default: per kernel)")
+    ap.add_argument("--secs", type=int, default=12, help="window of each cell (default 12)")
+    ap.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = ap.parse_args()
+    rows = plan(args)
+    for kernel in sorted({k for k, _, _ in rows}):
+        fetch_kernel(kernel)  # all first (idempotent): a missing kernel fails before any boot
+    log_dir = REPO / "target/gauntlet"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    results = run_matrix(rows, args.secs, log_dir)
+    took = time.monotonic() - t0
+    print(table(results))
+    failed = [(r, c) for r in results for c in r["cells"] if c["status"] == "FAIL"]
+    for r, c in failed:
+        print(f"FAIL {r['kernel']} {r['topo']} {c['cell']}: " + "; ".join(c["problems"]))
+    n = sum(len(r["cells"]) for r in results)
+    print(f"gauntlet: {n} cells in {len(results)} boots, {len(failed)} failed, {took:.0f} s "
+          f"(logs: {log_dir})")
+    if args.json:
+        args.json.write_text(json.dumps({"seconds": round(took), "rows": results}, indent=1))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+# tests/guest/gauntlet/lib.sh - helpers of the reliability gauntlet's cells (busybox sh,
+# sourced by run.sh in the guest). Every value a cell reports is "@@<cell>_<key>@@ value";
+# the host (tests/gauntlet/run.py) decides pass or fail from them.
+
+. /mosaic/guest/lib.sh
+G=/mosaic/guest/gauntlet
+NCPU=$(nproc)
+CELL=cell
+# Kernel log lines that fail a cell (the host applies the same pattern to what is printed).
+BAD_RE='BUG|WARNING|Oops|Call Trace|sched_ext:.*(error|stall)|rcu.*stall|blocked for more than'
+
+# Report value $2 under key $1 of the current cell.
+r() { report "${CELL}_$1" "$2"; }
+
+# Seconds since boot (whole).
+now() { cut -d. -f1 /proc/uptime; }
+
+# Milliseconds since boot (10 ms resolution).
+ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+
+# Start scx_mosaic with extra flags "$@", quiet, final counters to /tmp/g.$CELL.json.
+g_start() {
+    rm -f /tmp/g.$CELL.json
+    if ! start_mosaic --stats 0 --stats-file /tmp/g.$CELL.json "$@" >/tmp/g.start 2>&1; then
+        r load_error "$(grep -v '^@@' /tmp/g.start | tail -n 5 | tr '\n' '|')"
+        return 1
+    fi
+}
+
+# Stop scx_mosaic with SIGINT; report its status, the state after, its counters.
+g_stop() {
+    kill -INT $MOSAIC_PID 2>/dev/null
+    wait $MOSAIC_PID
+    r mosaic_rc $?
+    r state_after "$(cat $SCX/state)"
+    grep -v '^mosaic ' $MOSAIC_LOG | tail -n 5 | sed "s/^/[$CELL scx_mosaic] /"
+    [ -f /tmp/g.$CELL.json ] && report_json $CELL /tmp/g.$CELL.json
+}
+
+# Start spin (tests/gauntlet/spin.c) as probe $1 with arguments $2...; pid in /tmp/g.pid.$1.
+spin_bg() {
+    local name=$1
+    shift
+    spin "$@" >/tmp/g.spin.$name 2>&1 &
+    echo $! >/tmp/g.pid.$name
+}
+
+# Wait for spin probe $1 and report its result line as spin_$1.
+spin_wait() {
+    wait "$(cat /tmp/g.pid.$1)"
+    r spin_$1 "$(grep '^spin ' /tmp/g.spin.$1 | tail -n 1)"
+    grep -v '^spin ' /tmp/g.spin.$1 | head -n 3 | sed "s/^/[$CELL spin $1] /"
+}
+
+# The canary probe: 2 CPU hogs per CPU for the cell's whole window (oversubscribed 2x).
+canaries() { spin_bg canary -t $((2 * NCPU)) -s "$SECS"; }
+
+# Start stress-ng with stressor arguments "$@" for the cell's window, in the background.
+stressng() {
+    stress-ng "$@" --metrics-brief --timeout "${SECS}s" >/tmp/g.sng 2>&1 &
+    SNG_PID=$!
+}
+
+# Wait for stress-ng; report its status and the bogo ops of each stressor as name=ops,...
+stressng_wait() {
+    wait $SNG_PID
+    r stressng_rc $?
+    r bogo "$(sed -n 's/^stress-ng: metrc: \[[0-9]*\] \([a-z0-9-]*\) *\([0-9][0-9]*\) .*/\1=\2/p' /tmp/g.sng |
+        tr '\n' ',' | sed 's/,$//')"
+    grep -E 'fail|error' /tmp/g.sng | head -n 3 | sed "s/^/[$CELL stress-ng] /"
+}
+
+# A random non-empty hexadecimal CPU mask over CPUs 0..NCPU-1.
+rand_mask() {
+    printf '%x' $(( (((RANDOM << 15) | RANDOM) % ((1 << NCPU) - 1)) + 1 ))
+}
+
+# Print the thread ids of the processes whose pid files are named $1...
+tids_of() {
+    local n
+    for n in "$@"; do ls /proc/"$(cat /tmp/g.pid.$n)"/task 2>/dev/null; done
+}

@@ -1,0 +1,33 @@
+"""The reliability gauntlet's fast subset (`tests/gauntlet/run.py --quick`): the default
+kernel, two topologies, three stressor cells each, one boot per topology. The whole matrix
+is `make gauntlet`; docs/reliability.md describes the cells and their checks."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "gauntlet_run", Path(__file__).resolve().parent / "gauntlet/run.py")
+gauntlet = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gauntlet)
+
+_rows = {}
+
+
+def row(topo):
+    """The judged cells of @topo's boot (booted once, on first use)."""
+    if topo not in _rows:
+        stressors = dict(gauntlet.QUICK)[topo]
+        log_dir = gauntlet.REPO / "target/gauntlet"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        [r] = gauntlet.run_matrix([(gauntlet.DEFAULT_KERNEL, topo, stressors)], 10, log_dir)
+        _rows[topo] = {c["cell"]: c for c in r["cells"]}
+    return _rows[topo]
+
+
+@pytest.mark.parametrize("topo,cell", [(t, c) for t, cells in gauntlet.QUICK for c in cells],
+                         ids=lambda x: x)
+def test_gauntlet_cell(topo, cell):
+    c = row(topo)[cell]
+    assert c["status"] == "ok", f"{topo} {cell}: " + "; ".join(c["problems"])
