@@ -36,7 +36,7 @@ from vmtest import VM_BOOT_FAILED, VM_GUEST_OOPS, VM_TIMEOUT, Guest  # noqa: E40
 
 CACHE = Path("/var/cache/mosaic")
 DEFAULT_KERNEL = "7.3.4+deb13-cloud-amd64"
-OLD_KERNELS = ["6.19.14+deb13-cloud-amd64", "7.1.13+deb13-cloud-amd64"]
+OLD_KERNELS = ["6.19.14+deb13-cloud-amd64", "7.0.13+deb13-cloud-amd64"]
 TOPOS = ["1llc", "2llc-smt", "2node", "4llc", "1cpu", "16cpu"]
 STRESSORS = ["affinity", "fork", "threads", "nice", "cgroup", "hotplug", "sigstop", "sigkill"]
 # The older kernels run a representative subset: the two ways out of a load (hotplug restart,

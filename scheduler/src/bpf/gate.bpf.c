@@ -109,6 +109,9 @@ __noinline s32 idle_cpu_for_shard(u32 shard)
 	if (shard >= MAX_SHARDS || !scx_bpf_dsq_nr_queued(shard_dsq_id(shard)))
 		return -1;
 	idle = scx_bpf_get_idle_cpumask();
+	/* the DSQ iterator needs RCU: 6.19 checks this timer callback as
+	 * sleepable, like the ops.init that starts the timer */
+	bpf_rcu_read_lock();
 	bpf_for_each (scx_dsq, p, shard_dsq_id(shard), 0) {
 		if (++seen > STEAL_LOOK_AHEAD)
 			break;
@@ -118,6 +121,7 @@ __noinline s32 idle_cpu_for_shard(u32 shard)
 			break;
 		}
 	}
+	bpf_rcu_read_unlock();
 	scx_bpf_put_idle_cpumask(idle);
 	return found;
 }
