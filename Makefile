@@ -58,6 +58,42 @@ sim-report:
 bench: build
 	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full)
 
+# Install the release binary (`make build` first), the systemd unit and, unless one exists,
+# the example config: `sudo make install; sudo systemctl enable --now scx_mosaic`.
+# PREFIX (/usr/local), BINDIR, UNITDIR, SYSCONFDIR (/etc) and DESTDIR (staging) apply.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+CONFIG := $(DESTDIR)$(SYSCONFDIR)/scx_mosaic/config.toml
+
+.PHONY: install uninstall
+install:
+	@test -x $(BIN) || { echo "$(BIN) is missing: run 'make build' first" >&2; exit 1; }
+	install -D -m 755 $(BIN) "$(DESTDIR)$(BINDIR)/scx_mosaic"
+	install -d "$(DESTDIR)$(UNITDIR)"
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		packaging/scx_mosaic.service >"$(DESTDIR)$(UNITDIR)/scx_mosaic.service"
+	chmod 644 "$(DESTDIR)$(UNITDIR)/scx_mosaic.service"
+	@if [ -e "$(CONFIG)" ]; then \
+		echo "keeping $(CONFIG) (the example is packaging/config.toml)"; \
+	else \
+		echo install -D -m 644 packaging/config.toml "$(CONFIG)"; \
+		install -D -m 644 packaging/config.toml "$(CONFIG)"; \
+	fi
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+
+# Removes what install put down; the config only if it is still the unchanged example.
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/scx_mosaic" "$(DESTDIR)$(UNITDIR)/scx_mosaic.service"
+	@if cmp -s packaging/config.toml "$(CONFIG)"; then \
+		echo rm -f "$(CONFIG)"; rm -f "$(CONFIG)"; \
+		rmdir "$(DESTDIR)$(SYSCONFDIR)/scx_mosaic" 2>/dev/null || true; \
+	elif [ -e "$(CONFIG)" ]; then \
+		echo "keeping $(CONFIG): it was edited"; \
+	fi
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+
 # The reliability gauntlet -> docs/reliability.md: every stressor cell on every VM topology
 # on the default kernel, a subset on two older trixie-backports kernels (fetched on first use);
 # one boot per (kernel, topology). About 40 minutes on 2 cores (TCG).

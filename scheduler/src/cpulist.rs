@@ -2,13 +2,16 @@
 
 use anyhow::{bail, Context, Result};
 
+/// CPU ids in a list are below this (the kernel's NR_CPUS is at most 8192).
+const MAX_CPU_ID: usize = 1 << 16;
+
 /// Parses a kernel CPU list into sorted, de-duplicated CPU ids.
 /// An empty or all-blank string is the empty list (sysfs writes it so).
 pub fn parse(text: &str) -> Result<Vec<usize>> {
     let text = text.trim();
-    let mut cpus = Vec::new();
+    let mut ranges = Vec::new();
     if text.is_empty() {
-        return Ok(cpus);
+        return Ok(Vec::new());
     }
     for part in text.split(',') {
         let part = part.trim();
@@ -20,26 +23,47 @@ pub fn parse(text: &str) -> Result<Vec<usize>> {
             }
         };
         if lo > hi {
-            bail!("bad CPU list {text:?}: range {lo}-{hi} runs backwards");
+            bail!(
+                "bad CPU list {}: range {lo}-{hi} runs backwards",
+                quote(text)
+            );
         }
-        if hi >= 1 << 16 {
-            bail!("bad CPU list {text:?}: CPU {hi} is out of range");
+        if hi >= MAX_CPU_ID {
+            bail!("bad CPU list {}: CPU {hi} is out of range", quote(text));
         }
-        cpus.extend(lo..=hi);
+        ranges.push((lo, hi));
     }
-    cpus.sort_unstable();
-    cpus.dedup();
+    // merge the ranges before expanding them: repeated or overlapping ranges
+    // ("0-65535,0-65535,...") cost no more than the CPUs they name
+    ranges.sort_unstable();
+    let mut cpus = Vec::new();
+    let mut next = 0;
+    for (lo, hi) in ranges {
+        if hi >= next {
+            cpus.extend(lo.max(next)..=hi);
+            next = hi + 1;
+        }
+    }
     Ok(cpus)
 }
 
 /// One CPU id of a list, with the whole list for the error message.
 fn parse_id(s: &str, whole: &str) -> Result<usize> {
     let s = s.trim();
+    let (whole, id) = (quote(whole), quote(s));
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        bail!("bad CPU list {whole:?}: {s:?} is not a CPU number");
+        bail!("bad CPU list {whole}: {id} is not a CPU number");
     }
     s.parse()
-        .with_context(|| format!("bad CPU list {whole:?}: {s:?} is too large"))
+        .with_context(|| format!("bad CPU list {whole}: {id} is too large"))
+}
+
+/// @s quoted and escaped for an error message (one line), cut after 64 chars.
+pub fn quote(s: &str) -> String {
+    match s.char_indices().nth(64) {
+        Some((i, _)) => format!("{:?}...", &s[..i]),
+        None => format!("{s:?}"),
+    }
 }
 
 /// Formats CPU ids back into the kernel's compact form.
@@ -88,6 +112,14 @@ mod tests {
             let err = parse(bad).unwrap_err().to_string();
             assert!(err.starts_with("bad CPU list"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn repeated_huge_ranges_cost_only_the_cpus_they_name() {
+        let text = vec!["0-65535"; 4000].join(",");
+        assert_eq!(parse(&text).unwrap().len(), 65536);
+        let err = parse(&format!("{text},x")).unwrap_err().to_string();
+        assert!(err.len() < 200, "error quotes all of a long list: {err}");
     }
 
     #[test]

@@ -100,7 +100,8 @@ fn cgroup_dir(path: &str) -> Result<PathBuf> {
 
 /// Parses --gb-partitions: llc, l2, node, or explicit CPU lists "0-3;4-7".
 pub fn parse_partitions(spec: &str, topo: &Topology) -> Result<Vec<Vec<usize>>> {
-    let parts: Vec<Vec<usize>> = match spec {
+    let quoted = cpulist::quote(spec);
+    let parts: Vec<Vec<usize>> = match spec.trim() {
         "llc" => topo.llcs.clone(),
         "l2" => topo.l2s.clone(),
         "node" => topo
@@ -116,37 +117,37 @@ pub fn parse_partitions(spec: &str, topo: &Topology) -> Result<Vec<Vec<usize>>> 
             .filter(|v: &Vec<usize>| !v.is_empty())
             .collect(),
         _ => {
+            let mut lists: Vec<&str> = spec.split(';').collect();
+            if lists.len() > 1 && lists.last().is_some_and(|l| l.trim().is_empty()) {
+                lists.pop(); // a trailing ';' as in the seed's "0-15;16-31;"
+            }
             let mut parts = Vec::new();
-            for (i, text) in spec.split(';').enumerate() {
-                if text.trim().is_empty() && i > 0 && i == spec.split(';').count() - 1 {
-                    continue; // a trailing ';' as in the seed's "0-15;16-31;"
-                }
+            for (i, text) in lists.into_iter().enumerate() {
                 let cpus = cpulist::parse(text)
-                    .with_context(|| format!("bad --gb-partitions {spec:?}"))?;
+                    .with_context(|| format!("bad --gb-partitions {quoted}"))?;
                 if cpus.is_empty() {
-                    bail!("bad --gb-partitions {spec:?}: partition {i} is empty");
+                    bail!("bad --gb-partitions {quoted}: partition {i} is empty");
                 }
-                if let Some(c) = cpus.iter().find(|&&c| topo.cpus.iter().all(|x| x.id != c)) {
-                    bail!("bad --gb-partitions {spec:?}: CPU {c} is not an online CPU");
+                if let Some(c) = cpus.iter().find(|&&c| topo.cpu(c).is_none()) {
+                    bail!("bad --gb-partitions {quoted}: CPU {c} is not an online CPU");
                 }
                 parts.push(cpus);
             }
             parts
         }
     };
-    let mut seen = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     for cpus in &parts {
-        if let Some(c) = cpus.iter().find(|c| seen.contains(*c)) {
-            bail!("bad --gb-partitions {spec:?}: CPU {c} is in two partitions");
+        if let Some(c) = cpus.iter().find(|&&c| !seen.insert(c)) {
+            bail!("bad --gb-partitions {quoted}: CPU {c} is in two partitions");
         }
-        seen.extend(cpus);
     }
     if parts.is_empty() {
-        bail!("bad --gb-partitions {spec:?}: no partition");
+        bail!("bad --gb-partitions {quoted}: no partition");
     }
     if parts.len() > bpf_intf::mosaic_limits_MAX_PARTS as usize {
         bail!(
-            "--gb-partitions {spec:?}: {} partitions, at most {}",
+            "--gb-partitions {quoted}: {} partitions, at most {}",
             parts.len(),
             bpf_intf::mosaic_limits_MAX_PARTS
         );
@@ -538,6 +539,7 @@ impl Balancer {
 mod tests {
     use super::*;
     use crate::topology::tests::fake_sysfs;
+    use proptest::prelude::*;
 
     fn topo() -> Topology {
         let dir = tempfile::tempdir().unwrap();
@@ -559,6 +561,7 @@ mod tests {
             vec![vec![0, 1], (2..8).collect()]
         );
         assert_eq!(parse_partitions("0-3;4-7;", &t).unwrap().len(), 2);
+        assert_eq!(parse_partitions(" node ", &t).unwrap().len(), 2);
     }
 
     #[test]
@@ -570,9 +573,50 @@ mod tests {
             ("0-3;4-9", "not an online CPU"),
             ("0-3;x", "bad --gb-partitions"),
             ("numa", "bad --gb-partitions"),
+            (";", "is empty"),
+            ("", "is empty"),
+            ("0-3;4-7;;", "is empty"),
         ] {
             let err = format!("{:#}", parse_partitions(bad, &t).unwrap_err());
             assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
+
+    /// The 8-CPU topology of these tests, built once for the property tests.
+    fn shared_topo() -> &'static Topology {
+        static TOPO: std::sync::OnceLock<Topology> = std::sync::OnceLock::new();
+        TOPO.get_or_init(topo)
+    }
+
+    proptest! {
+        #[test]
+        fn partition_specs_never_panic_and_errors_are_one_line(
+            spec in "\\PC{0,30}|[0-9;, -]{0,24}|(llc|l2|node)[ ;]{0,2}"
+        ) {
+            if let Err(e) = parse_partitions(&spec, shared_topo()) {
+                let msg = format!("{e:#}");
+                prop_assert!(msg.contains("--gb-partitions"), "{msg}");
+                prop_assert!(!msg.contains('\n'), "{msg:?}");
+            }
+        }
+
+        /// Disjoint CPU sets, formatted as lists: parsed back the same.
+        #[test]
+        fn partition_lists_round_trip(
+            owner in prop::collection::vec(prop::option::of(0usize..4), 8),
+            trailing in any::<bool>(),
+        ) {
+            let mut parts = vec![Vec::new(); 4];
+            for (cpu, o) in owner.iter().enumerate() {
+                if let Some(p) = o {
+                    parts[*p].push(cpu);
+                }
+            }
+            parts.retain(|p| !p.is_empty());
+            prop_assume!(!parts.is_empty());
+            let lists: Vec<String> = parts.iter().map(|p| cpulist::format(p)).collect();
+            let spec = lists.join(";") + if trailing { ";" } else { "" };
+            prop_assert_eq!(parse_partitions(&spec, shared_topo()).unwrap(), parts);
         }
     }
 

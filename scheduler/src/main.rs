@@ -3,6 +3,7 @@
 
 mod bpf_intf;
 mod bpf_skel;
+mod config;
 mod cpulist;
 mod group;
 mod stats;
@@ -27,7 +28,19 @@ const EXAMPLES: &str = "Examples:
   scx_mosaic --shard-size 2         smaller shards (less lock contention)
   scx_mosaic --no-shared-runq       seed 000's NO_SHARED_RUNQ baseline
   scx_mosaic --stats 0 --stats-file /tmp/mosaic.json
-                                    quiet; final counters as JSON on exit";
+                                    quiet; final counters as JSON on exit
+  scx_mosaic --config ./mosaic.toml --stats 5
+                                    options from a TOML file (shard-size = 2,
+                                    no-shared-runq = true, ...); flags win
+  scx_mosaic --gb-parent workloads --gb-partitions \"0-3;4-7\"
+                                    group balancer: settle each cgroup below
+                                    /sys/fs/cgroup/workloads into a partition
+  scx_mosaic --cpu-capacity 0-3:1024,4-7:446
+                                    declare big (0-3) and little (4-7) CPUs
+                                    where firmware reports no capacities
+
+Without --config, /etc/scx_mosaic/config.toml is read if it exists (`make
+install` puts an example there and a systemd unit, scx_mosaic.service).";
 
 /// Mosaic: a sched_ext CPU scheduler with a sharded per-LLC shared runqueue.
 #[derive(Debug, Parser)]
@@ -388,9 +401,10 @@ fn write_stats_file(path: &Path, report: &Value) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Parses the command line; a bad flag is one line on stderr and exit 2.
+/// Parses the command line and the config file (config.rs); a bad flag or
+/// config key is one line on stderr and exit 2.
 fn parse_opts() -> Opts {
-    match Opts::try_parse() {
+    match config::parse::<Opts>() {
         Ok(o) => o,
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {

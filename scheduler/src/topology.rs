@@ -197,30 +197,35 @@ impl Topology {
     /// Overrides CPU capacities with "RANGE:CAP,..." (e.g. "0-3:1024,4-7:446"),
     /// for machines and VMs whose firmware reports none. CPUs not named keep
     /// theirs. Rejects malformed entries, capacities outside 1..=1024,
-    /// CPUs named twice and CPUs that are not online.
+    /// CPUs named twice and CPUs that are not online; on error, changes none.
     pub fn set_capacities(&mut self, spec: &str) -> Result<()> {
-        let mut seen = Vec::new();
+        let mut caps: BTreeMap<usize, u32> = BTreeMap::new();
         for entry in spec.split(',') {
+            let quoted = cpulist::quote(entry);
             let Some((range, cap)) = entry.split_once(':') else {
-                bail!("bad --cpu-capacity entry {entry:?}: expected CPUS:CAPACITY, e.g. 0-3:1024");
+                bail!("bad --cpu-capacity entry {quoted}: expected CPUS:CAPACITY, e.g. 0-3:1024");
             };
-            if range.contains(',') || range.trim().is_empty() {
-                bail!("bad --cpu-capacity entry {entry:?}: expected a CPU or a range before ':'");
+            if range.trim().is_empty() {
+                bail!("bad --cpu-capacity entry {quoted}: expected a CPU or a range before ':'");
             }
-            let cpus = cpulist::parse(range)?;
+            let cpus = cpulist::parse(range)
+                .with_context(|| format!("bad --cpu-capacity entry {quoted}"))?;
             let cap: u32 = match cap.trim().parse() {
                 Ok(c) if (1..=1024).contains(&c) => c,
-                _ => bail!("bad --cpu-capacity entry {entry:?}: capacity must be 1 to 1024"),
+                _ => bail!("bad --cpu-capacity entry {quoted}: capacity must be 1 to 1024"),
             };
             for id in cpus {
-                if seen.contains(&id) {
+                if self.cpu(id).is_none() {
+                    bail!("bad --cpu-capacity: CPU {id} is not an online CPU");
+                }
+                if caps.insert(id, cap).is_some() {
                     bail!("bad --cpu-capacity: CPU {id} is given twice");
                 }
-                seen.push(id);
-                match self.cpus.iter_mut().find(|c| c.id == id) {
-                    Some(c) => c.capacity = cap,
-                    None => bail!("bad --cpu-capacity: CPU {id} is not an online CPU"),
-                }
+            }
+        }
+        for c in &mut self.cpus {
+            if let Some(&cap) = caps.get(&c.id) {
+                c.capacity = cap;
             }
         }
         Ok(())
@@ -430,10 +435,17 @@ pub mod tests {
             ("8:100", "not an online CPU"),
             ("3-1:100", "runs backwards"),
             (":100", "a CPU or a range"),
+            ("x:100", "bad --cpu-capacity entry \"x:100\": bad CPU list"),
+            ("", "expected CPUS:CAPACITY"),
+            ("0-3:1024,", "expected CPUS:CAPACITY"),
+            ("0,1:5", "expected CPUS:CAPACITY"),
         ] {
-            let err = t.set_capacities(bad).unwrap_err().to_string();
+            let err = format!("{:#}", t.set_capacities(bad).unwrap_err());
             assert!(err.contains(why), "{bad}: {err}");
         }
+        // a refused spec changes nothing, not even its valid entries
+        t.set_capacities("0-3:100,9:5").unwrap_err();
+        assert!(!t.asymmetric());
     }
 
     #[test]
