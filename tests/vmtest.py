@@ -55,7 +55,8 @@ def assert_not_ejected(g, report):
 
 def assert_counters_consistent(s):
     """Invariants that hold whatever the workload."""
-    assert s["shard_pulls_local"] + s["shard_pulls_sibling"] <= s["shard_enqueues"]
+    pulls = s["shard_pulls_local"] + s["shard_pulls_sibling"] + s["shard_pulls_older"]
+    assert pulls <= s["shard_enqueues"]
     assert sum(s["shard_enqueues_per_shard"]) == s["shard_enqueues"]
     assert s["cpu_pulls"] <= s["cpu_enqueues"]
     # every wakeup that found an idle CPU says where, and how the task got there

@@ -71,6 +71,11 @@ struct Opts {
     #[arg(long)]
     no_overload_gate: bool,
 
+    /// Ignore cgroup cpu.weight: charge every task by its nice weight alone,
+    /// so a cgroup gets CPU time in proportion to its number of tasks.
+    #[arg(long)]
+    no_cgroup_weights: bool,
+
     /// Period of the scan that clears the overload flag, in microseconds.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
     overload_scan_us: u64,
@@ -232,6 +237,7 @@ impl<'a> Scheduler<'a> {
         ro.no_l2_locality = opts.no_l2_locality;
         ro.no_prev_first = opts.no_prev_first;
         ro.no_overload_gate = opts.no_overload_gate;
+        ro.cgroup_weights = !opts.no_cgroup_weights;
         ro.overload_scan_ns = opts.overload_scan_us * 1000;
         for (llc, cpus) in topo.llcs.iter().enumerate() {
             ro.llc_node[llc] = topo.cpu(cpus[0]).map_or(0, |c| c.node as u32);

@@ -86,6 +86,14 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
     (bpf_intf::mosaic_stat_STAT_GROUP_MOVES, "group_moves"),
     (bpf_intf::mosaic_stat_STAT_GROUP_QUEUED, "group_queued"),
     (bpf_intf::mosaic_stat_STAT_DEBUG_DROPS, "debug_drops"),
+    (
+        bpf_intf::mosaic_stat_STAT_CGROUPS_UNTRACKED,
+        "cgroups_untracked",
+    ),
+    (
+        bpf_intf::mosaic_stat_STAT_SHARD_PULLS_OLDER,
+        "shard_pulls_older",
+    ),
 ];
 
 /// Counter totals: the mosaic_stat counters and the per-shard enqueues.

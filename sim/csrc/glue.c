@@ -648,3 +648,9 @@ struct cgroup *bpf_cgroup_acquire(struct cgroup *cgrp)
 {
 	return cgrp;
 }
+
+/* The simulator's cgroups are flat: each is its own only known ancestor. */
+struct cgroup *bpf_cgroup_ancestor(struct cgroup *cgrp, int level)
+{
+	return cgrp && cgrp->level == level ? cgrp : NULL;
+}

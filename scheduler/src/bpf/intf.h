@@ -24,6 +24,11 @@ enum mosaic_limits {
 	STEAL_LOOK_AHEAD = 8,
 	/* ... and takes another group's after this many scans in a row */
 	STEAL_FOREIGN_AFTER = 4,
+	/* cpu.weight: cgroups tracked, and levels of the tree walked */
+	MAX_WEIGHT_CGROUPS = 16384,
+	MAX_CGROUP_DEPTH = 16,
+	/* vtime lag (in slices) a task keeps when queued again after a slice */
+	REQUEUE_LAG_SLICES = 16,
 };
 
 /*
@@ -84,6 +89,12 @@ enum mosaic_stat {
 	STAT_GROUP_MOVES,  /* task moved into its group's partition */
 	STAT_GROUP_QUEUED, /* ... queued on a shard of the partition */
 	STAT_DEBUG_DROPS,  /* tasks lost on purpose by --debug-drop-comm */
+	/* cgroup cpu.weight (weight.bpf.c) */
+	STAT_CGROUPS_UNTRACKED, /* cgroups beyond MAX_WEIGHT_CGROUPS: their
+				 * tasks are charged by nice weight only */
+	/* F1: fairness across the shards of an LLC (shard.bpf.c) */
+	STAT_SHARD_PULLS_OLDER, /* CPU took a sibling shard's head, a slice
+				 * older than its own shard's */
 	NR_MOSAIC_STATS,
 };
 

@@ -24,6 +24,7 @@
 char _license[] SEC("license") = "GPL";
 
 #include "topo.bpf.c"
+#include "weight.bpf.c"
 #include "vtime.bpf.c"
 #include "capacity.bpf.c"
 #include "gate.bpf.c"
@@ -123,7 +124,8 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
-	if (pull_own_queues(cpu) || pull_sibling_shards(cpu) || steal_scan(cpu))
+	if (pull_older_sibling(cpu) || pull_own_queues(cpu) ||
+	    pull_sibling_shards(cpu) || steal_scan(cpu))
 		return;
 	stat_inc(STAT_DISPATCH_EMPTY);
 }
@@ -155,7 +157,7 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 		return;
 	ran = task_ran(tctx, now);
 	util_stopping(tctx, cpu, now);
-	vtime_charge(p, ran);
+	vtime_charge(p, tctx, ran);
 	group_account(tctx, cpu, ran);
 }
 
@@ -174,8 +176,24 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	ran = task_ran(tctx, now);
 	tctx->started_at = now;
 	util_stopping(tctx, cpu, now);
-	vtime_charge(p, ran);
+	vtime_charge(p, tctx, ran);
 	group_account(tctx, cpu, ran);
+}
+
+void BPF_STRUCT_OPS(mosaic_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx_of(p);
+
+	if (tctx)
+		weight_runnable(p, tctx);
+}
+
+void BPF_STRUCT_OPS(mosaic_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = task_ctx_of(p);
+
+	if (tctx)
+		weight_quiescent(tctx);
 }
 
 void BPF_STRUCT_OPS(mosaic_enable, struct task_struct *p)
@@ -198,6 +216,8 @@ s32 BPF_STRUCT_OPS(mosaic_init_task, struct task_struct *p,
 		return -ENOMEM;
 	tctx->last_cpu = -1;
 	tctx->wake_cpu = -1;
+	if (args->cgroup)
+		tctx->wcg = cgroup_id_of(args->cgroup);
 	return 0;
 }
 
@@ -226,9 +246,15 @@ SCX_OPS_DEFINE(mosaic_ops,
 	       .dispatch	= (void *)mosaic_dispatch,
 	       .running		= (void *)mosaic_running,
 	       .stopping	= (void *)mosaic_stopping,
+	       .runnable	= (void *)mosaic_runnable,
+	       .quiescent	= (void *)mosaic_quiescent,
 	       .tick		= (void *)mosaic_tick,
 	       .enable		= (void *)mosaic_enable,
 	       .init_task	= (void *)mosaic_init_task,
+	       .cgroup_init	= (void *)mosaic_cgroup_init,
+	       .cgroup_exit	= (void *)mosaic_cgroup_exit,
+	       .cgroup_move	= (void *)mosaic_cgroup_move,
+	       .cgroup_set_weight = (void *)mosaic_cgroup_set_weight,
 	       .init		= (void *)mosaic_init,
 	       .exit		= (void *)mosaic_exit,
 	       .name		= "mosaic");

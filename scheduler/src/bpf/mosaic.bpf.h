@@ -27,6 +27,7 @@ const volatile bool no_overload_gate; /* seed 003 off: always steal-scan */
 const volatile bool group_accounting; /* --gb-parent given: account cgroups */
 const volatile bool group_balancer;   /* ... and bind them to partitions */
 const volatile u32 nr_parts;	      /* CPU partitions of the group balancer */
+const volatile bool cgroup_weights = true; /* honour cgroup cpu.weight */
 /* period of the overload gate's scan */
 const volatile u64 overload_scan_ns = 10000000;
 /* test switch: lose every task with this command name */
@@ -64,12 +65,15 @@ struct {
 
 /* Per-task scheduling state, created in ops.init_task. */
 struct task_ctx {
-	u64 started_at; /* when the task last started running */
-	u64 util_at;	/* when util was last brought up to date */
-	u32 util;	/* decayed average of running time, capacity units */
-	s32 last_cpu;	/* CPU it last ran on, -1 before its first run */
-	s32 wake_cpu;	/* idle CPU claimed for it at wakeup, -1 if none */
-	u64 cgid;	/* id of its cgroup (group balancer) */
+	u64 started_at;	   /* when the task last started running */
+	u64 util_at;	   /* when util was last brought up to date */
+	u32 util;	   /* decayed average of running time, capacity units */
+	s32 last_cpu;	   /* CPU it last ran on, -1 before its first run */
+	s32 wake_cpu;	   /* idle CPU claimed for it at wakeup, -1 if none */
+	u64 cgid;	   /* id of its cgroup (group balancer) */
+	u64 wcg;	   /* id of its cgroup of the cpu controller */
+	u64 wcg_queued;	   /* ... that counts it as runnable now, 0: none */
+	u32 queued_weight; /* the weight it counts with there */
 };
 
 struct {

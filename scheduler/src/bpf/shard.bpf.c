@@ -21,7 +21,9 @@
  * something. The walk is O(#shards in the LLC), never O(#CPUs). Queueing a
  * task kicks an idle CPU of the LLC so that it pulls at once. With
  * --no-shared-runq every task waits on its CPU's own queue and idle CPUs pull
- * from nowhere else: the seed's NO_SHARED_RUNQ baseline.
+ * from nowhere else: the seed's NO_SHARED_RUNQ baseline. A CPU whose own
+ * shard's head is more than a slice younger than a sibling shard's takes the
+ * sibling's instead, so that sharding does not break the vtime order.
  *
  * WHY
  * A shared queue per LLC makes a CPU that would go idle find waiting work
@@ -67,7 +69,8 @@ static __always_inline void queue_on_cpu(struct task_struct *p, s32 cpu,
 					 u64 enq_flags)
 {
 	scx_bpf_dsq_insert_vtime(p, cpu_dsq_id(cpu), slice_ns,
-				 task_queue_vtime(p, llc_of(cpu)), enq_flags);
+				 task_queue_vtime(p, llc_of(cpu), enq_flags),
+				 enq_flags);
 	stat_inc(STAT_CPU_ENQUEUES);
 }
 
@@ -78,7 +81,8 @@ static __always_inline void queue_on_shard(struct task_struct *p, s32 cpu,
 	u32 shard = shard_of(cpu);
 
 	scx_bpf_dsq_insert_vtime(p, shard_dsq_id(shard), slice_ns,
-				 task_queue_vtime(p, llc_of(cpu)), enq_flags);
+				 task_queue_vtime(p, llc_of(cpu), enq_flags),
+				 enq_flags);
 	stat_inc(STAT_SHARD_ENQUEUES);
 	count(&shard_enqueues, shard);
 }
@@ -172,6 +176,36 @@ static __always_inline bool pull_own_queues(s32 cpu)
 			pull_from(shard, STAT_SHARD_PULLS_LOCAL));
 	return pull_from(shard, STAT_SHARD_PULLS_LOCAL) ||
 	       pull_from(own, STAT_CPU_PULLS);
+}
+
+/*
+ * Fairness across the shards of an LLC: if another shard's head is more than
+ * a slice older (in vtime) than the head of @cpu's own shard, take it, so
+ * that the LLC orders its tasks as one queue would, give or take a slice,
+ * however they spread over shards (weights and cpu.weight hold across
+ * shards). One lock-free peek per sibling shard; true if a task moved.
+ */
+static __always_inline bool pull_older_sibling(s32 cpu)
+{
+	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
+	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i, s;
+	u64 oldest, vtime, dsq = 0;
+
+	if (no_shared_runq || n <= 1 ||
+	    !dsq_head_vtime(shard_dsq_id(shard_of(cpu)), &oldest))
+		return false;
+	oldest -= slice_ns;
+	bpf_for (i, 1, n) {
+		if (i >= MAX_SHARDS_PER_LLC)
+			break;
+		s = first + (own + i) % n;
+		if (dsq_head_vtime(shard_dsq_id(s), &vtime) &&
+		    time_before(vtime, oldest)) {
+			oldest = vtime;
+			dsq = shard_dsq_id(s);
+		}
+	}
+	return dsq && pull_from(dsq, STAT_SHARD_PULLS_OLDER);
 }
 
 /* Take work from the other shards of @cpu's LLC. True if a task moved. */

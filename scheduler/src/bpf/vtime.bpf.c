@@ -6,12 +6,18 @@
  * Every DSQ Mosaic owns (shards and per-CPU queues) is ordered by virtual
  * time. A task's vtime advances by its runtime scaled by 100 / weight, so a
  * nice -5 task (weight ~335) ages three times slower than a nice 0 one and
- * gets about three times the CPU when both wait in the same queue.
+ * gets about three times the CPU when both wait in the same queue; for a task
+ * of a cgroup the weight is its share of the cgroup's (weight.bpf.c).
  *
  * HOW
  * Each LLC keeps a clock: the largest vtime of a task that started running
- * there. A task is queued at max(its vtime, clock - slice): a sleeper keeps
- * at most one slice of credit, so it cannot monopolise the LLC on wakeup.
+ * there. A waking task is queued at max(its vtime, clock - slice): a sleeper
+ * keeps at most one slice of credit, so it cannot monopolise the LLC on
+ * wakeup. A task queued again after its slice keeps up to REQUEUE_LAG_SLICES
+ * of lag: a heavy-weight task legitimately trails the clock, which the
+ * lightest task that started last set (clamping it to one slice would hand
+ * its share to the light ones), while a task carried from another LLC, whose
+ * clock may be far behind, gains a bounded head start.
  * Runtime is measured from ops.running to ops.stopping.
  *
  * WHY
@@ -34,10 +40,17 @@ static __always_inline u64 *llc_vtime(u32 llc)
 	return &llc_clocks[llc & (MAX_LLCS - 1)].vtime;
 }
 
-/* Vtime at which @p is queued in @llc: its own, at most one slice behind. */
-static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc)
+/*
+ * Vtime at which @p is queued in @llc: its own, at most one slice behind the
+ * clock if it wakes up, at most REQUEUE_LAG_SLICES behind if it was runnable
+ * all along (it earned that lag by running less than its share).
+ */
+static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
+					    u64 enq_flags)
 {
-	u64 floor = *llc_vtime(llc) - slice_ns;
+	u64 lag = enq_flags & SCX_ENQ_WAKEUP ? slice_ns
+					     : REQUEUE_LAG_SLICES * slice_ns;
+	u64 floor = *llc_vtime(llc) - lag;
 
 	if (time_before(p->scx.dsq_vtime, floor))
 		p->scx.dsq_vtime = floor;
@@ -64,12 +77,11 @@ static __always_inline u64 task_ran(struct task_ctx *tctx, u64 now)
 	return start && time_before(start, now) ? now - start : 0;
 }
 
-/* @p stopped running after @ran ns: charge it, scaled by its weight. */
-static __always_inline void vtime_charge(struct task_struct *p, u64 ran)
+/* @p ran for @ran ns: charge it, scaled by its share (weight.bpf.c). */
+static __always_inline void vtime_charge(struct task_struct *p,
+					 struct task_ctx *tctx, u64 ran)
 {
-	u64 weight = p->scx.weight ?: 100;
-
-	p->scx.dsq_vtime += ran * 100 / weight;
+	p->scx.dsq_vtime += weighted_runtime(p, tctx, ran);
 }
 
 /* A task joins: start it at its LLC's present. */
