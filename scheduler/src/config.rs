@@ -102,7 +102,7 @@ pub fn tokens(cmd: &Command, path: &Path, text: &str) -> Result<Vec<OsString>, S
             .filter(|a| a.get_id() != CONFIG_ID && !a.is_hide_set());
         let Some(arg) = arg else {
             return Err(format!(
-                "config file {file}: unknown key {key:?} (keys are the long flag names; see --help)"
+                "config file {file}: unknown key {key:?} (keys are the long flag names)"
             ));
         };
         if let Some((_, other)) = seen.iter().find(|(n, _)| *n == name) {
