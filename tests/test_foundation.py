@@ -139,9 +139,13 @@ def test_host_without_sched_ext_gets_one_line():
     assert "no sched_ext" in p.stderr
 
 
-def test_cpu_hotplug_restarts_and_keeps_scheduling():
-    g = boot("1llc", r"""
+def test_cpu_hotplug_under_load_restarts_and_rebuilds_shards_and_partitions():
+    # 2llc-smt: CPUs 0-3 and 4-7 are the two LLCs (and group partitions); CPU 7 goes
+    # offline and online again while 8 CPU-bound threads in two balanced cgroups run.
+    g = boot("2llc-smt", r"""
 . /mosaic/guest/lib.sh
+CG=/sys/fs/cgroup
+mkdir -p $CG/gb/a $CG/gb/b
 # Wait up to 60 s until the scheduler has attached $1 times.
 attached() {
     n=0
@@ -150,23 +154,41 @@ attached() {
     done
     wait_state enabled 60
 }
-start_mosaic --stats 0 --stats-file /tmp/s.json || exit 1
-echo 0 >/sys/devices/system/cpu/cpu3/online
+start_mosaic --gb-parent gb --stats 0 --stats-file /tmp/s.json || exit 1
+pids=""
+for grp in a b; do
+    sh -c "echo \$\$ >$CG/gb/$grp/cgroup.procs; exec sysbench cpu --threads=4 --time=24 run" \
+        >/tmp/sb.$grp 2>&1 &
+    pids="$pids $!"
+done
+sleep 4
+echo 0 >/sys/devices/system/cpu/cpu7/online
 attached 2 || { echo "no restart after offline"; cat $MOSAIC_LOG; exit 1; }
 report online_after_offline "$(cat /sys/devices/system/cpu/online)"
-timed_hackbench hackbench_offline -g 2 -l 50 || exit 1
-echo 1 >/sys/devices/system/cpu/cpu3/online
+sleep 6
+echo 1 >/sys/devices/system/cpu/cpu7/online
 attached 3 || { echo "no restart after online"; cat $MOSAIC_LOG; exit 1; }
-timed_hackbench hackbench_online -g 2 -l 50 || exit 1
+wait $pids
+for grp in a b; do report events_$grp "$(sed -n 's/.*total number of events: *//p' /tmp/sb.$grp)"; done
+report banners "$(grep -c '^scx_mosaic 0' $MOSAIC_LOG)"
+grep '^scx_mosaic 0' $MOSAIC_LOG | sed -n 2p | sed 's/^/@@banner_offline@@ /'
+grep '^scx_mosaic 0' $MOSAIC_LOG | sed -n 3p | sed 's/^/@@banner_online@@ /'
 stop_mosaic
 report_json stats /tmp/s.json
-""")
+""", timeout=500)
     assert g.rc == 0, g.out
-    assert g["online_after_offline"] == "0-2"
+    assert g["online_after_offline"] == "0-6"
     assert g["mosaic_rc"] == "0", g.out
     s = g.json["stats"]
     assert_not_ejected(g, s)
     assert s["restarts"] == 2, s
     assert s["exit"]["kind_name"] == "unregistered"
-    assert s["shard_enqueues"] > 0
     assert_counters_consistent(s)
+    # the load ran to the end in both cgroups
+    assert int(g["events_a"]) > 0 and int(g["events_b"]) > 0, g.out
+    # rebuilt from the CPUs online at each load: CPU 7's SMT sibling alone in its
+    # shard, partitions without CPU 7; all back after it returns
+    assert "8 CPUs" not in g["banner_offline"] and "7 CPUs" in g["banner_offline"]
+    assert "[6]" in g["banner_offline"] and "partitions [0-3] [4-6]" in g["banner_offline"]
+    assert "[6-7]" in g["banner_online"] and "partitions [0-3] [4-7]" in g["banner_online"]
+    assert s["group_balancer"]["partitions"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
