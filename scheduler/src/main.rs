@@ -426,9 +426,18 @@ fn parse_opts() -> Opts {
 }
 
 /// Prints what the scheduler is about to run on.
-fn print_banner(opts: &Opts, topo: &Topology, layout: &ShardLayout) {
+fn print_banner(
+    opts: &Opts,
+    topo: &Topology,
+    layout: &ShardLayout,
+    gb: Option<&group::GroupConfig>,
+) {
+    let lists = |sets: &[Vec<usize>]| {
+        let v: Vec<String> = sets.iter().map(|s| cpulist::format(s)).collect();
+        format!("[{}]", v.join("] ["))
+    };
     println!(
-        "scx_mosaic {}: {} CPUs, {} cores{}, {} LLCs, {} NUMA nodes; {}",
+        "scx_mosaic {}: {} CPUs, {} cores{}, {} LLCs, {} NUMA nodes; {}{}",
         env!("CARGO_PKG_VERSION"),
         topo.cpus.len(),
         topo.cores.len(),
@@ -438,9 +447,10 @@ fn print_banner(opts: &Opts, topo: &Topology, layout: &ShardLayout) {
         if opts.no_shared_runq {
             "per-CPU queues only (--no-shared-runq)".to_string()
         } else {
-            let shards: Vec<String> = layout.shards.iter().map(|s| cpulist::format(s)).collect();
-            format!("shards [{}]", shards.join("] ["))
-        }
+            format!("shards {}", lists(&layout.shards))
+        },
+        gb.map(|g| format!("; partitions {}", lists(&g.partitions)))
+            .unwrap_or_default()
     );
 }
 
@@ -526,7 +536,7 @@ fn run(opts: &Opts) -> Result<i32> {
         // read afresh at every (re)start: after hotplug the CPU set differs
         let (topo, layout) = read_topology(opts)?;
         let gb = group_config(opts, &topo)?;
-        print_banner(opts, &topo, &layout);
+        print_banner(opts, &topo, &layout, gb.as_ref());
         let mut balancer = gb.clone().map(|cfg| group::Balancer::new(cfg, &topo));
         let mut object = MaybeUninit::uninit();
         let mut sched = Scheduler::init(opts, &topo, &layout, gb.as_ref(), &mut object)
