@@ -7,6 +7,7 @@ mod config;
 mod cpulist;
 mod group;
 mod stats;
+mod stats_server;
 mod topology;
 
 use anyhow::{bail, Context, Result};
@@ -14,8 +15,8 @@ use bpf_skel::{BpfSkel, BpfSkelBuilder};
 use clap::Parser;
 use libbpf_rs::OpenObject;
 use scx_utils::scx_ops_attach;
-use serde_json::{json, Value};
-use stats::Counters;
+use serde_json::Value;
+use stats::{BpfMetrics, Counters, ExitMetrics, Flag, Metrics};
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -112,6 +113,15 @@ struct Opts {
     #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
     stats: f64,
 
+    /// Load nothing: print the stats of the scx_mosaic already running
+    /// (read from its scx_stats socket) every this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_period)]
+    monitor: Option<f64>,
+
+    /// Describe every stats field (--stats-file, scx_stats, --monitor) and exit.
+    #[arg(long)]
+    help_stats: bool,
+
     /// On exit, write the final counters as one JSON object to this file.
     #[arg(long, value_name = "PATH")]
     stats_file: Option<PathBuf>,
@@ -137,6 +147,14 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => Err(format!("{s:?} is not a number of seconds")),
+    }
+}
+
+/// A positive number of seconds.
+fn parse_period(s: &str) -> Result<f64, String> {
+    match parse_interval(s)? {
+        0.0 => Err(format!("{s:?} is not a positive number of seconds")),
+        v => Ok(v),
     }
 }
 
@@ -177,9 +195,14 @@ impl ExitInfo {
         restart != 0 && self.exit_code & restart != 0
     }
 
-    fn to_json(&self) -> Value {
-        json!({"kind": self.kind, "kind_name": self.kind_name(), "code": self.exit_code,
-               "reason": self.reason, "msg": self.msg})
+    fn metrics(&self) -> ExitMetrics {
+        ExitMetrics {
+            kind: self.kind.into(),
+            kind_name: self.kind_name().into(),
+            code: self.exit_code,
+            reason: self.reason.clone(),
+            msg: self.msg.clone(),
+        }
     }
 }
 
@@ -317,30 +340,41 @@ impl<'a> Scheduler<'a> {
             .into_owned()
     }
 
-    /// Runs until a signal or an exit, printing stats; returns the exit, the
-    /// counters and the BPF programs' costs.
+    /// The report now: @totals of the earlier loads plus this one's.
+    fn snapshot(&self, totals: &Totals, balancer: Option<&group::Balancer>) -> Result<Metrics> {
+        let now = Counters::read(&self.skel, self.nr_shards)?;
+        totals.metrics(Some((&now, &stats::bpf_prog_costs(&self.skel))), balancer)
+    }
+
+    /// Runs until a signal or an exit, printing stats and answering the stats
+    /// server; returns the exit, the counters and the BPF programs' costs.
     fn run(
         &mut self,
         opts: &Opts,
         shutdown: &AtomicBool,
-        started: Instant,
+        totals: &Totals,
+        server: Option<&stats_server::Server>,
         mut balancer: Option<&mut group::Balancer>,
     ) -> Result<(ExitInfo, Counters, stats::ProgCosts)> {
-        let mut last = Counters::read(&self.skel, self.nr_shards)?;
+        let mut last = self.snapshot(totals, balancer.as_deref())?;
         let mut last_at = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
-            std::thread::sleep(Duration::from_millis(50));
+            let tick = Duration::from_millis(50);
+            match server {
+                Some(server) => {
+                    server.serve(tick, || self.snapshot(totals, balancer.as_deref()))?
+                }
+                None => std::thread::sleep(tick),
+            }
             if let Some(b) = balancer.as_deref_mut() {
                 b.tick(&self.skel)?;
             }
             let secs = last_at.elapsed().as_secs_f64();
             if opts.stats > 0.0 && secs >= opts.stats {
-                let now = Counters::read(&self.skel, self.nr_shards)?;
-                println!(
-                    "mosaic {:>7.1}s | {}",
-                    started.elapsed().as_secs_f64(),
-                    now.rate_line(&last, secs)
-                );
+                let now = self.snapshot(totals, balancer.as_deref())?;
+                for line in now.interval_lines(&last, secs)? {
+                    println!("{line}");
+                }
                 if let Some(b) = balancer.as_deref() {
                     println!("mosaic          | {}", b.summary());
                 }
@@ -351,6 +385,47 @@ impl<'a> Scheduler<'a> {
         let counters = Counters::read(&self.skel, self.nr_shards)?;
         let costs = stats::bpf_prog_costs(&self.skel);
         Ok((self.detach(), counters, costs))
+    }
+}
+
+/// What every report adds the current load's counters to: the totals of
+/// the loads before it (restarts), and the layout of the current one.
+struct Totals<'a> {
+    opts: &'a Opts,
+    started: Instant,
+    restarts: u32,
+    counters: Counters,
+    costs: stats::ProgCosts,
+    topo: Topology,
+    layout: ShardLayout,
+}
+
+impl Totals<'_> {
+    /// The report: these totals plus @now (a load's counters and BPF costs).
+    fn metrics(
+        &self,
+        now: Option<(&Counters, &stats::ProgCosts)>,
+        balancer: Option<&group::Balancer>,
+    ) -> Result<Metrics> {
+        let mut counters = self.counters.clone();
+        let mut costs = self.costs.clone();
+        if let Some((c, p)) = now {
+            counters.add(c);
+            stats::add_costs(&mut costs, p);
+        }
+        let mut m = Metrics::new(&counters, &self.topo, &self.layout)?;
+        m.runtime_s = self.started.elapsed().as_secs_f64();
+        m.restarts = self.restarts.into();
+        m.no_shared_runq = Flag(self.opts.no_shared_runq);
+        m.bpf = BpfMetrics::from(&costs[..]);
+        if let Some(b) = balancer {
+            // a report that lost its groups beats a scheduler that stops
+            match serde_json::from_value(b.to_json()) {
+                Ok(groups) => m.group_balancer = groups,
+                Err(e) => eprintln!("scx_mosaic: group balancer report left out: {e}"),
+            }
+        }
+        Ok(m)
     }
 }
 
@@ -523,28 +598,37 @@ fn run(opts: &Opts) -> Result<i32> {
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the signal handler")?;
 
-    let started = Instant::now();
-    let mut totals = Counters::default();
-    let mut restarts = 0u32;
-    let mut prog_costs = Vec::new();
     let _bpf_stats = if opts.bpf_stats {
         Some(BpfStatsSysctl::enable()?)
     } else {
         None
     };
-    let (exit, topo, layout, balancer) = loop {
-        // read afresh at every (re)start: after hotplug the CPU set differs
-        let (topo, layout) = read_topology(opts)?;
-        let gb = group_config(opts, &topo)?;
-        print_banner(opts, &topo, &layout, gb.as_ref());
-        let mut balancer = gb.clone().map(|cfg| group::Balancer::new(cfg, &topo));
+    let server = stats_server::Server::launch(Path::new(stats_server::SOCKET))
+        .map_err(|e| eprintln!("scx_mosaic: no stats for --monitor: {e:#}"))
+        .ok();
+    let (topo, layout) = read_topology(opts)?;
+    let mut totals = Totals {
+        opts,
+        started: Instant::now(),
+        restarts: 0,
+        counters: Counters::default(),
+        costs: Vec::new(),
+        topo,
+        layout,
+    };
+    let (exit, balancer) = loop {
+        let (topo, layout) = (&totals.topo, &totals.layout);
+        let gb = group_config(opts, topo)?;
+        print_banner(opts, topo, layout, gb.as_ref());
+        let mut balancer = gb.clone().map(|cfg| group::Balancer::new(cfg, topo));
         let mut object = MaybeUninit::uninit();
-        let mut sched = Scheduler::init(opts, &topo, &layout, gb.as_ref(), &mut object)
+        let mut sched = Scheduler::init(opts, topo, layout, gb.as_ref(), &mut object)
             .context("loading the BPF scheduler")?;
         println!("scx_mosaic: attached; Ctrl-C to detach");
-        let (exit, counters, costs) = sched.run(opts, &shutdown, started, balancer.as_mut())?;
-        totals.add(&counters);
-        stats::add_costs(&mut prog_costs, &costs);
+        let (exit, counters, costs) =
+            sched.run(opts, &shutdown, &totals, server.as_ref(), balancer.as_mut())?;
+        totals.counters.add(&counters);
+        stats::add_costs(&mut totals.costs, &costs);
         if exit.is_ejection() {
             let dump = sched.dump();
             if !dump.is_empty() {
@@ -552,12 +636,15 @@ fn run(opts: &Opts) -> Result<i32> {
             }
         }
         if exit.wants_restart() && !shutdown.load(Ordering::Relaxed) {
-            restarts += 1;
+            totals.restarts += 1;
             eprintln!("scx_mosaic: restarting: {} ({})", exit.reason, exit.msg);
+            // after hotplug the CPU set differs
+            (totals.topo, totals.layout) = read_topology(opts)?;
             continue;
         }
-        break (exit, topo, layout, balancer);
+        break (exit, balancer);
     };
+    drop(server);
 
     let line = format!(
         "scx_mosaic: exit: {} (kind {}){}{}",
@@ -576,29 +663,16 @@ fn run(opts: &Opts) -> Result<i32> {
     );
     eprintln!("{line}");
 
-    let costs = stats::costs_json(&prog_costs);
+    let mut report = totals.metrics(None, balancer.as_ref())?;
+    report.exit = exit.metrics();
     if opts.bpf_stats {
         eprintln!(
             "scx_mosaic: BPF cost: {:.0} ns per call over {} calls",
-            costs["ns_per_call"].as_f64().unwrap_or(0.0),
-            costs["calls"]
+            report.bpf.ns_per_call, report.bpf.calls
         );
     }
     if let Some(path) = &opts.stats_file {
-        let mut report = totals.to_json();
-        report.insert("bpf".into(), costs);
-        report.insert("scheduler".into(), "mosaic".into());
-        report.insert("exit".into(), exit.to_json());
-        report.insert("runtime_s".into(), started.elapsed().as_secs_f64().into());
-        report.insert("restarts".into(), restarts.into());
-        report.insert("shard_size".into(), layout.shard_size.into());
-        report.insert("no_shared_runq".into(), opts.no_shared_runq.into());
-        report.insert("shards".into(), serde_json::to_value(&layout.shards)?);
-        report.insert("llcs".into(), serde_json::to_value(&topo.llcs)?);
-        if let Some(b) = &balancer {
-            report.insert("group_balancer".into(), b.to_json());
-        }
-        write_stats_file(path, &Value::Object(report))?;
+        write_stats_file(path, &serde_json::to_value(&report)?)?;
     }
     if exit.is_ejection() {
         eprintln!("scx_mosaic: ejected by the kernel: {}", exit.kind_name());
@@ -622,7 +696,15 @@ fn libbpf_print(_level: libbpf_rs::PrintLevel, msg: String) {
 fn main() {
     let opts = parse_opts();
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
-    match run(&opts) {
+    if opts.help_stats {
+        stats_server::print_help();
+        return;
+    }
+    let result = match opts.monitor {
+        Some(secs) => stats_server::monitor(Path::new(stats_server::SOCKET), secs, None).map(|_| 0),
+        None => run(&opts),
+    };
+    match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("scx_mosaic: {e:#}");

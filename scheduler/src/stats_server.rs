@@ -1,0 +1,243 @@
+//! The scheduler's stats the scx way: a scx_stats server on the default
+//! socket, answered by the run loop with a Metrics (stats.rs), and
+//! --monitor, a client of it that prints a running instance's rates.
+
+use crate::stats::{all_meta, Metrics};
+use anyhow::{bail, Context, Result};
+use scx_stats::{StatsClient, StatsServer, StatsServerData};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where scx_stats servers listen unless told otherwise (the crate's
+/// default base, scheduler and stats paths).
+pub const SOCKET: &str = "/var/run/scx/root/stats";
+
+/// How long a client waits for an answer beyond its interval: the run loop
+/// answers at once, but a restart after CPU hotplug takes a few seconds.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A running stats server. Its threads ask the run loop for a snapshot over
+/// a channel (the BPF skeleton stays on the main thread): `serve` answers.
+/// Dropping it stops the server and removes its socket.
+pub struct Server {
+    server: Option<StatsServer<(), Metrics>>,
+    path: PathBuf,
+    /// Inode of the socket it created: removed on drop only if still ours.
+    ino: u64,
+}
+
+impl Server {
+    /// Starts a server on @path (SOCKET in the scheduler).
+    pub fn launch(path: &Path) -> Result<Self> {
+        let data = all_meta()
+            .into_iter()
+            .fold(StatsServerData::new(), |data, meta| data.add_meta(meta))
+            .add_stats(
+                "top",
+                Box::new(|_args, (ask, answer)| {
+                    ask.send(())?;
+                    Ok(serde_json::to_value(answer.recv()?)?)
+                }),
+            );
+        let server = StatsServer::new(data)
+            .set_path(path)
+            .launch()
+            .with_context(|| format!("starting the stats server on {}", path.display()))?;
+        let ino = std::fs::metadata(path)?.ino();
+        Ok(Server {
+            server: Some(server),
+            path: path.to_path_buf(),
+            ino,
+        })
+    }
+
+    /// Waits up to @timeout for a request and answers it with @snapshot().
+    /// (The server passes on one request at a time.)
+    pub fn serve(
+        &self,
+        timeout: Duration,
+        snapshot: impl FnOnce() -> Result<Metrics>,
+    ) -> Result<()> {
+        let (answer, asks) = self.server.as_ref().unwrap().channels();
+        match asks.recv_timeout(timeout) {
+            Ok(()) => {}
+            Err(e) if e.is_timeout() => return Ok(()),
+            Err(_) => {
+                // the server's threads are gone: just wait like a sleep
+                std::thread::sleep(timeout);
+                return Ok(());
+            }
+        }
+        answer.send(snapshot()?)?;
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.server.take());
+        let ours = std::fs::metadata(&self.path).is_ok_and(|m| m.ino() == self.ino);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A client of the scx_mosaic serving on one socket.
+struct Client {
+    client: StatsClient,
+    path: PathBuf,
+}
+
+impl Client {
+    /// Connects to the server on @path; an error says none is running.
+    fn connect(path: &Path, interval: f64) -> Result<Self> {
+        let timeout = ANSWER_TIMEOUT + Duration::from_secs_f64(interval);
+        let client = StatsClient::new()
+            .set_path(path)
+            .connect(Some(timeout.as_millis() as u64))
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "no scx_mosaic instance is running (nothing serves stats on {}: {e})",
+                    path.display()
+                )
+            })?;
+        Ok(Client {
+            client,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The instance's current report.
+    fn metrics(&mut self) -> Result<Metrics> {
+        let json: serde_json::Value = self
+            .client
+            .request("stats", vec![])
+            .with_context(|| format!("reading stats from {}", self.path.display()))?;
+        if json["scheduler"] != "mosaic" {
+            bail!(
+                "the scheduler serving stats on {} is not scx_mosaic",
+                self.path.display()
+            );
+        }
+        serde_json::from_value(json).context("an scx_mosaic of another version is running")
+    }
+}
+
+/// --monitor: prints the rates of the instance serving on @path every
+/// @interval seconds, @rounds times or until it goes away.
+pub fn monitor(path: &Path, interval: f64, rounds: Option<usize>) -> Result<()> {
+    let mut client = Client::connect(path, interval)?;
+    let mut last = client.metrics()?;
+    let mut last_at = Instant::now();
+    for _ in 0..rounds.unwrap_or(usize::MAX) {
+        std::thread::sleep(Duration::from_secs_f64(interval));
+        let now = client.metrics()?;
+        let secs = last_at.elapsed().as_secs_f64();
+        last_at = Instant::now();
+        for line in now.interval_lines(&last, secs)? {
+            println!("{line}");
+        }
+        for g in &now.group_balancer.groups {
+            println!(
+                "mosaic group   | {} -> {} excl {:.2} settles {}",
+                g.path,
+                g.partition.0.map_or("-".into(), |p| format!("p{p}")),
+                g.exclusivity,
+                g.settles
+            );
+        }
+        last = now;
+    }
+    Ok(())
+}
+
+/// --help-stats: what each field of the stats means.
+pub fn print_help() {
+    println!(
+        "scx_mosaic's stats: served on {SOCKET} (scx_stats; `scx_mosaic --monitor SECS` reads \
+         them) and written at exit by --stats-file, as JSON objects of these structs:\n"
+    );
+    print!("{}", crate::stats::help_text());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{GroupMetrics, MaybeIndex};
+
+    fn sample(n: u64) -> Metrics {
+        let mut m = Metrics {
+            scheduler: "mosaic".into(),
+            runtime_s: n as f64,
+            shard_enqueues: 10 * n,
+            shard_enqueues_per_shard: vec![4 * n, 6 * n],
+            ..Default::default()
+        };
+        m.group_balancer.parent = "/sys/fs/cgroup/gb".into();
+        m.group_balancer.groups.push(GroupMetrics {
+            path: "a".into(),
+            partition: MaybeIndex(Some(1)),
+            ..Default::default()
+        });
+        m
+    }
+
+    /// Runs @client on a socket path while this thread serves it @snapshot
+    /// called with 1, 2, ...; returns what @client returned, once the
+    /// server and its socket are gone.
+    fn serve_while<T: Send + 'static>(
+        snapshot: fn(u64) -> Metrics,
+        client: impl FnOnce(PathBuf) -> T + Send + 'static,
+    ) -> T {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stats");
+        let server = Server::launch(&path).unwrap();
+        let client_path = path.clone();
+        let client = std::thread::spawn(move || client(client_path));
+        let mut n = 0;
+        while !client.is_finished() {
+            let tick = Duration::from_millis(10);
+            server
+                .serve(tick, || {
+                    n += 1;
+                    Ok(snapshot(n))
+                })
+                .unwrap();
+        }
+        drop(server);
+        assert!(!path.exists(), "the socket outlived its server");
+        client.join().unwrap()
+    }
+
+    #[test]
+    fn a_client_reads_what_the_run_loop_serves() {
+        let got = serve_while(sample, |path| {
+            let mut c = Client::connect(&path, 1.0).unwrap();
+            (c.metrics().unwrap(), c.metrics().unwrap())
+        });
+        assert_eq!(got, (sample(1), sample(2)));
+    }
+
+    #[test]
+    fn monitor_prints_rates_of_a_running_instance() {
+        serve_while(sample, |path| monitor(&path, 0.05, Some(2))).unwrap();
+    }
+
+    #[test]
+    fn monitor_refuses_another_scheduler() {
+        let err = serve_while(|_| Metrics::default(), |path| monitor(&path, 0.05, Some(1)));
+        let msg = format!("{:#}", err.unwrap_err());
+        assert!(msg.contains("is not scx_mosaic"), "{msg}");
+    }
+
+    #[test]
+    fn monitor_without_an_instance_fails_in_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = monitor(&dir.path().join("stats"), 1.0, Some(1)).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("no scx_mosaic instance is running"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+    }
+}
