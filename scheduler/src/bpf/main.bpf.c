@@ -216,8 +216,7 @@ s32 BPF_STRUCT_OPS(mosaic_init_task, struct task_struct *p,
 		return -ENOMEM;
 	tctx->last_cpu = -1;
 	tctx->wake_cpu = -1;
-	if (args->cgroup)
-		tctx->wcg = cgroup_id_of(args->cgroup);
+	weight_set_cgroup(tctx, args->cgroup);
 	return 0;
 }
 

@@ -71,7 +71,7 @@ struct task_ctx {
 	s32 last_cpu;	   /* CPU it last ran on, -1 before its first run */
 	s32 wake_cpu;	   /* idle CPU claimed for it at wakeup, -1 if none */
 	u64 cgid;	   /* id of its cgroup (group balancer) */
-	u64 wcg;	   /* id of its cgroup of the cpu controller */
+	u64 wcg;	   /* id of its cpu-controller cgroup, 0: root */
 	u64 wcg_queued;	   /* ... that counts it as runnable now, 0: none */
 	u32 queued_weight; /* the weight it counts with there */
 };

@@ -24,7 +24,9 @@
  * advances by runtime x 100 / effective weight. A weight changed while the
  * cgroup is active can leave its parent's load off by the difference until
  * the cgroup idles; loads are clamped, never trusted below the charge's own
- * share.
+ * share. Cost: two atomic adds on the cgroup's counters per wakeup and per
+ * sleep of a task outside the root cgroup (a line shared by the cgroup's
+ * CPUs), and a walk of at most MAX_CGROUP_DEPTH lookups per charge.
  *
  * WHY
  * Users set cpu.weight and expect it to hold; scheduling by nice weight
@@ -81,7 +83,17 @@ static __always_inline void cg_update(u64 id, s64 weight, s64 step)
 	}
 }
 
-/* @p becomes runnable: it counts in its cgroup's load until quiescent. */
+/* Note that @p belongs to @cgrp (of the cpu controller); 0 for the root. */
+static __always_inline void weight_set_cgroup(struct task_ctx *tctx,
+					      struct cgroup *cgrp)
+{
+	tctx->wcg = cgrp && cgrp->level ? cgroup_id_of(cgrp) : 0;
+}
+
+/*
+ * @p becomes runnable: it counts in its cgroup's load until quiescent. Tasks
+ * of the root cgroup are charged by their own weight and count nowhere.
+ */
 static __always_inline void weight_runnable(struct task_struct *p,
 					    struct task_ctx *tctx)
 {
@@ -191,5 +203,5 @@ void BPF_STRUCT_OPS(mosaic_cgroup_move, struct task_struct *p,
 	struct task_ctx *tctx = task_ctx_of(p);
 
 	if (tctx)
-		tctx->wcg = cgroup_id_of(to);
+		weight_set_cgroup(tctx, to);
 }
