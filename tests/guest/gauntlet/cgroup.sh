@@ -18,6 +18,7 @@ drop() {
     for p in $(cat "$1/cgroup.procs"); do echo "$p" >$CG/base/cgroup.procs 2>/dev/null; done
     rmdir "$1" 2>/dev/null || { sleep 0.2; rmdir "$1"; }
 }
+boost
 end=$(($(now) + SECS - 1)) k=0 moves=0 made=0 removed=0
 while [ "$(now)" -lt $end ]; do
     k=$((k + 1))
@@ -25,7 +26,8 @@ while [ "$(now)" -lt $end ]; do
     set -- $w
     eval v=\${$((RANDOM % $# + 1))}
     echo "$(cat /tmp/g.pid.$v)" >$CG/c$k/cgroup.procs && moves=$((moves + 1))
-    sh -c "echo \$\$ >$CG/c$k/cgroup.procs; exec spin -t 1 -s 1" >/tmp/g.short.$k 2>&1 &
+    sh -c "echo \$\$ >$CG/c$k/cgroup.procs; renice -n 20 -p \$\$ >/dev/null; exec spin -t 1 -s 1" \
+        >/tmp/g.short.$k 2>&1 &
     sleep 0.3
     [ $k -gt 3 ] && drop $CG/c$((k - 3)) && removed=$((removed + 1))
 done

@@ -18,10 +18,13 @@ now() { cut -d. -f1 /proc/uptime; }
 # Milliseconds since boot (10 ms resolution).
 ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 
-# Start scx_mosaic with extra flags "$@", quiet, final counters to /tmp/g.$CELL.json.
+# Start scx_mosaic with extra flags "$@" (and $GAUNTLET_MOSAIC_FLAGS), quiet, final counters
+# to /tmp/g.$CELL.json.
 g_start() {
     rm -f /tmp/g.$CELL.json
-    if ! start_mosaic --stats 0 --stats-file /tmp/g.$CELL.json "$@" >/tmp/g.start 2>&1; then
+    # shellcheck disable=SC2086
+    if ! start_mosaic --stats 0 --stats-file /tmp/g.$CELL.json $GAUNTLET_MOSAIC_FLAGS "$@" \
+        >/tmp/g.start 2>&1; then
         r load_error "$(grep -v '^@@' /tmp/g.start | tail -n 5 | tr '\n' '|')"
         return 1
     fi
@@ -70,9 +73,21 @@ stressng_wait() {
     grep -E 'fail|error' /tmp/g.sng | head -n 3 | sed "s/^/[$CELL stress-ng] /"
 }
 
-# A random non-empty hexadecimal CPU mask over CPUs 0..NCPU-1.
-rand_mask() {
-    printf '%x' $(( (((RANDOM << 15) | RANDOM) % ((1 << NCPU) - 1)) + 1 ))
+# Run the rest of the cell's shell at nice -20, so that its churn loop keeps its pace against
+# the oversubscribed load; commands it starts afterwards inherit that.
+boost() {
+    local pid rest
+    read -r pid rest </proc/self/stat
+    renice -n -20 -p "$pid" >/dev/null
+}
+
+# Wait up to 10 s until probe $1 has more than $2 threads (its workers and its main thread).
+wait_threads() {
+    local n=0
+    while [ "$(ls /proc/"$(cat /tmp/g.pid.$1)"/task 2>/dev/null | wc -l)" -le "$2" ] && [ $n -lt 100 ]; do
+        n=$((n + 1))
+        sleep 0.1
+    done
 }
 
 # Print the thread ids of the processes whose pid files are named $1...
