@@ -221,6 +221,23 @@ mod tests {
     }
 
     #[test]
+    fn generic_clients_get_the_metadata_of_every_struct() {
+        let meta = serve_while(sample, |path| {
+            let mut c = Client::connect(&path, 1.0).unwrap();
+            let meta: serde_json::Value = c.client.request("stats_meta", vec![]).unwrap();
+            meta
+        });
+        for m in all_meta() {
+            assert_eq!(meta[&m.name]["name"], m.name.as_str());
+        }
+        assert_eq!(meta["Metrics"]["top"], "true");
+        assert_eq!(
+            meta["Metrics"]["fields"]["per_llc"]["dict"]["datum"]["struct"],
+            "LlcMetrics"
+        );
+    }
+
+    #[test]
     fn monitor_prints_rates_of_a_running_instance() {
         serve_while(sample, |path| monitor(&path, 0.05, Some(2))).unwrap();
     }
