@@ -1,0 +1,693 @@
+//! The group balancer's policy (seed 004), free of libbpf and of any I/O, so
+//! that it lives once: scx_mosaic compiles it as `group::policy`, mosaic-sim
+//! includes this file by `#[path]` from sim/src/group.rs. Both drive it with
+//! plain inputs (the live cgroup ids, runtime totals per partition and per
+//! group and partition, time in ns) and carry its one output, which cgroup
+//! goes to which partition, to their BPF maps.
+//!
+//! The algorithm is the seed's try_to_settle(): a group's load is excluded
+//! from the partitions it already runs in; partitions other than the group's
+//! current one carry the load predicted by recent settles (decaying by half
+//! every second, gone after ten); a settled group moves again only if that
+//! does not worsen the load/capacity imbalance between the two partitions;
+//! and a group's settle period doubles after each attempt (up to 10 s) so
+//! that settled groups yield to the others. One group is tried per period,
+//! round robin, and after a move the next one waits a period.
+//!
+//! The includer provides `super::MAX_PARTS` (intf.h's MAX_PARTS) and, at the
+//! crate root, `cpulist` and `topology` (scheduler/src/cpulist.rs and
+//! topology.rs).
+
+use super::MAX_PARTS;
+use crate::cpulist;
+use crate::topology::Topology;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+
+/// The longest a settled group waits between two settle attempts.
+pub const SETTLE_PERIOD_MAX_NS: u64 = 10_000_000_000;
+/// Predicted load halves every this long (the seed's DECAY_PERIOD, HZ).
+pub const PREDICT_HALF_LIFE_NS: u64 = 1_000_000_000;
+
+/// Parses --gb-partitions: llc, l2, node, or explicit CPU lists "0-3;4-7".
+pub fn parse_partitions(spec: &str, topo: &Topology) -> Result<Vec<Vec<usize>>> {
+    let quoted = cpulist::quote(spec);
+    let parts: Vec<Vec<usize>> = match spec.trim() {
+        "llc" => topo.llcs.clone(),
+        "l2" => topo.l2s.clone(),
+        "node" => topo
+            .nodes
+            .iter()
+            .map(|&n| {
+                topo.cpus
+                    .iter()
+                    .filter(|c| c.node == n)
+                    .map(|c| c.id)
+                    .collect()
+            })
+            .filter(|v: &Vec<usize>| !v.is_empty())
+            .collect(),
+        _ => {
+            let mut lists: Vec<&str> = spec.split(';').collect();
+            if lists.len() > 1 && lists.last().is_some_and(|l| l.trim().is_empty()) {
+                lists.pop(); // a trailing ';' as in the seed's "0-15;16-31;"
+            }
+            let mut parts = Vec::new();
+            for (i, text) in lists.into_iter().enumerate() {
+                let cpus = cpulist::parse(text)
+                    .with_context(|| format!("bad --gb-partitions {quoted}"))?;
+                if cpus.is_empty() {
+                    bail!("bad --gb-partitions {quoted}: partition {i} is empty");
+                }
+                if let Some(c) = cpus.iter().find(|&&c| topo.cpu(c).is_none()) {
+                    bail!("bad --gb-partitions {quoted}: CPU {c} is not an online CPU");
+                }
+                parts.push(cpus);
+            }
+            parts
+        }
+    };
+    let mut seen = BTreeSet::new();
+    for cpus in &parts {
+        if let Some(c) = cpus.iter().find(|&&c| !seen.insert(c)) {
+            bail!("bad --gb-partitions {quoted}: CPU {c} is in two partitions");
+        }
+    }
+    if parts.is_empty() {
+        bail!("bad --gb-partitions {quoted}: no partition");
+    }
+    if parts.len() > MAX_PARTS {
+        bail!(
+            "--gb-partitions {quoted}: {} partitions, at most {MAX_PARTS}",
+            parts.len()
+        );
+    }
+    Ok(parts)
+}
+
+/// Partition of each CPU id below @nr_cpu_ids, -1 for none.
+pub fn cpu_parts(partitions: &[Vec<usize>], nr_cpu_ids: usize) -> Vec<i32> {
+    let mut parts = vec![-1; nr_cpu_ids];
+    for (i, cpus) in partitions.iter().enumerate() {
+        for &c in cpus {
+            parts[c] = i as i32;
+        }
+    }
+    parts
+}
+
+/// Capacity of each partition in CPUs (1.0 = one CPU of capacity 1024).
+pub fn capacities(partitions: &[Vec<usize>], topo: &Topology) -> Vec<f64> {
+    partitions
+        .iter()
+        .map(|cpus| {
+            cpus.iter()
+                .filter_map(|&c| topo.cpu(c))
+                .map(|x| x.capacity as f64 / 1024.0)
+                .sum()
+        })
+        .collect()
+}
+
+/// The group_prefs value for a group in @part (None: registered, not
+/// settled yet): struct group_pref (group.bpf.c), s32 part (-1: none), pad.
+pub fn pref_value(part: Option<usize>) -> [u8; 8] {
+    let mut value = [0u8; 8];
+    value[..4].copy_from_slice(&part.map_or(-1, |p| p as i32).to_ne_bytes());
+    value
+}
+
+/// What try_to_settle() decided for one group.
+#[derive(Debug, PartialEq)]
+pub enum Decision {
+    /// Nothing to do (no load, already best, or a move would unbalance).
+    Stay,
+    /// First settle into this partition.
+    Settle(usize),
+    /// Move from the current partition to this one.
+    Resettle(usize),
+}
+
+/// The seed's try_to_settle() on loads in CPUs (1.0 = one CPU busy).
+/// @part_load: all tasks per partition; @group_load: this group per
+/// partition; @predict: predicted load per partition; @cap: capacity per
+/// partition; @pref: the group's partition, if settled.
+pub fn decide(
+    part_load: &[f64],
+    group_load: &[f64],
+    predict: &[f64],
+    cap: &[f64],
+    pref: Option<usize>,
+) -> Decision {
+    let mut best: Option<(usize, f64)> = None;
+    let (mut src_load, mut mgrt_load) = (0.0, 0.0);
+    for i in 0..part_load.len() {
+        let mgrt = group_load[i];
+        // load of the partition without this group's own tasks
+        let mut load = (part_load[i] - mgrt).max(0.0);
+        if Some(i) == pref {
+            src_load = load + mgrt;
+            mgrt_load = mgrt;
+        } else {
+            load += predict[i];
+        }
+        if best.is_none_or(|(_, min)| load < min) {
+            best = Some((i, load));
+        }
+    }
+    let total: f64 = group_load.iter().sum();
+    let Some((dst, dst_load)) = best else {
+        return Decision::Stay;
+    };
+    if total <= 0.0 {
+        return Decision::Stay;
+    }
+    let dst_load = dst_load + group_load[dst];
+    match pref {
+        None => Decision::Settle(dst),
+        Some(src) if src == dst => Decision::Stay,
+        Some(src) => {
+            // src_load/src_cap vs dst_load/dst_cap must not get further apart
+            let (src_cap, dst_cap) = (cap[src], cap[dst]);
+            let before = (src_load * dst_cap - dst_load * src_cap).abs();
+            let after = ((src_load - mgrt_load) * dst_cap - (dst_load + mgrt_load) * src_cap).abs();
+            if after <= before {
+                Decision::Resettle(dst)
+            } else {
+                Decision::Stay
+            }
+        }
+    }
+}
+
+/// One balanced cgroup.
+#[derive(Debug)]
+pub struct Group {
+    pref: Option<usize>,
+    settles: u32,
+    resettles: u32,
+    settle_period: u64,
+    settle_next: u64,
+    /// Runtime per partition since it was first seen, ns.
+    total: Vec<u64>,
+    /// Runtime since it was first settled, and the part of it spent inside
+    /// the partition it was settled into at the time, ns.
+    settled_ns: u64,
+    inside_ns: u64,
+    /// Recent load per partition, CPUs (smoothed).
+    load: Vec<f64>,
+}
+
+impl Group {
+    /// Its partition, if settled.
+    pub fn pref(&self) -> Option<usize> {
+        self.pref
+    }
+
+    /// Runtime per partition since it was first seen, ns.
+    pub fn total(&self) -> &[u64] {
+        &self.total
+    }
+
+    /// Share of its runtime spent inside its partition since it was settled
+    /// (never settled: in the partition where it ran most).
+    pub fn exclusivity(&self) -> f64 {
+        if self.settled_ns > 0 {
+            return self.inside_ns as f64 / self.settled_ns as f64;
+        }
+        let sum: u64 = self.total.iter().sum();
+        let most = self.total.iter().copied().max().unwrap_or(0);
+        if sum == 0 {
+            0.0
+        } else {
+            most as f64 / sum as f64
+        }
+    }
+
+    /// Its state as JSON (the fields both reports share).
+    pub fn to_json(&self, cgid: u64) -> Value {
+        json!({"cgroup_id": cgid, "partition": self.pref, "settles": self.settles,
+               "resettles": self.resettles, "exclusivity": self.exclusivity(),
+               "runtime_ns_per_partition": self.total})
+    }
+}
+
+/// The balancer's state across periods, in time @now (ns, any origin: the
+/// state starts at 0).
+#[derive(Debug)]
+pub struct Policy {
+    period_ns: u64,
+    /// False with --no-group-balancer: account, but never settle.
+    enabled: bool,
+    groups: BTreeMap<u64, Group>,
+    predict: Vec<f64>,
+    cap: Vec<f64>,
+    part_last: Vec<u64>,
+    part_load: Vec<f64>,
+    last_tick: u64,
+    global_next: u64,
+    predict_stamp: u64,
+    /// cgid tried last: the next attempt starts after it (round robin).
+    cursor: Option<u64>,
+}
+
+impl Policy {
+    /// @cap: capacity per partition in CPUs (see capacities()).
+    pub fn new(cap: Vec<f64>, period_ns: u64, enabled: bool) -> Self {
+        let n = cap.len();
+        Policy {
+            period_ns,
+            enabled,
+            groups: BTreeMap::new(),
+            predict: vec![0.0; n],
+            cap,
+            part_last: vec![0; n],
+            part_load: vec![0.0; n],
+            last_tick: 0,
+            global_next: 0,
+            predict_stamp: 0,
+            cursor: None,
+        }
+    }
+
+    /// The groups by cgroup id.
+    pub fn groups(&self) -> &BTreeMap<u64, Group> {
+        &self.groups
+    }
+
+    /// Starts tracking cgroup @cgid, unsettled; false if already tracked.
+    pub fn add(&mut self, cgid: u64, now: u64) -> bool {
+        if self.groups.contains_key(&cgid) {
+            return false;
+        }
+        let n = self.cap.len();
+        self.groups.insert(
+            cgid,
+            Group {
+                pref: None,
+                settles: 0,
+                resettles: 0,
+                settle_period: self.period_ns,
+                settle_next: now,
+                total: vec![0; n],
+                settled_ns: 0,
+                inside_ns: 0,
+                load: vec![0.0; n],
+            },
+        );
+        true
+    }
+
+    /// Makes the tracked groups those of @live (cgroups come and go at any
+    /// time): the ids added, then the ids dropped, both ascending.
+    pub fn sync(&mut self, live: &BTreeSet<u64>, now: u64) -> (Vec<u64>, Vec<u64>) {
+        let gone: Vec<u64> = self
+            .groups
+            .keys()
+            .filter(|id| !live.contains(id))
+            .copied()
+            .collect();
+        for id in &gone {
+            self.groups.remove(id);
+        }
+        let added = live
+            .iter()
+            .copied()
+            .filter(|&id| self.add(id, now))
+            .collect();
+        (added, gone)
+    }
+
+    /// One period at @now: loads from the runtime totals (ns since the
+    /// start: @part_runtime per partition, @group_runtime per tracked group
+    /// and partition, a missing group counting as no runtime), then maybe
+    /// one settle attempt. Returns the group that moved and its partition,
+    /// for BPF's group_prefs.
+    pub fn tick(
+        &mut self,
+        now: u64,
+        part_runtime: &[u64],
+        group_runtime: &BTreeMap<u64, Vec<u64>>,
+    ) -> Option<(u64, usize)> {
+        let secs = (now.saturating_sub(self.last_tick) as f64 / 1e9).max(1e-3);
+        self.last_tick = now;
+
+        // partition loads, in CPUs, smoothed over two periods
+        for (p, (last, load)) in self
+            .part_last
+            .iter_mut()
+            .zip(self.part_load.iter_mut())
+            .enumerate()
+        {
+            let ns = part_runtime.get(p).copied().unwrap_or(0);
+            let fresh = ns.saturating_sub(*last) as f64 / 1e9 / secs;
+            *load = (*load + fresh) / 2.0;
+            *last = ns;
+        }
+        // group loads
+        for (id, g) in self.groups.iter_mut() {
+            let now_total = group_runtime.get(id).map_or(&[][..], |v| &v[..]);
+            for (p, (load, total)) in g.load.iter_mut().zip(g.total.iter_mut()).enumerate() {
+                let now = now_total.get(p).copied().unwrap_or(0);
+                let delta = now.saturating_sub(*total);
+                if let Some(pref) = g.pref {
+                    g.settled_ns += delta;
+                    if pref == p {
+                        g.inside_ns += delta;
+                    }
+                }
+                let fresh = delta as f64 / 1e9 / secs;
+                *load = (*load + fresh) / 2.0;
+                *total = (*total).max(now);
+            }
+        }
+
+        if !self.enabled || now < self.global_next {
+            return None;
+        }
+        self.decay_predictions(now);
+        let id = self.next_candidate(now)?;
+        self.cursor = Some(id);
+        if !self.try_to_settle(id, now) {
+            return None;
+        }
+        self.global_next = now + self.period_ns;
+        self.groups[&id].pref.map(|p| (id, p))
+    }
+
+    /// Predicted loads halve every second; gone after ten.
+    fn decay_predictions(&mut self, now: u64) {
+        let halves = now.saturating_sub(self.predict_stamp) as f64 / PREDICT_HALF_LIFE_NS as f64;
+        if halves < 1.0 {
+            return;
+        }
+        self.predict_stamp = now;
+        for p in self.predict.iter_mut() {
+            *p = if halves > 10.0 {
+                0.0
+            } else {
+                *p / 2f64.powi(halves as i32)
+            };
+        }
+    }
+
+    /// The next group due for a settle attempt, round robin after the last.
+    fn next_candidate(&self, now: u64) -> Option<u64> {
+        let due = |(&id, g): (&u64, &Group)| (g.settle_next <= now).then_some(id);
+        match self.cursor {
+            None => self.groups.iter().find_map(due),
+            Some(c) => self
+                .groups
+                .range((Bound::Excluded(c), Bound::Unbounded))
+                .find_map(due)
+                .or_else(|| self.groups.range(..=c).find_map(due)),
+        }
+    }
+
+    /// Runs the seed's settle step for group @id; true if it moved.
+    fn try_to_settle(&mut self, id: u64, now: u64) -> bool {
+        let g = self.groups.get_mut(&id).unwrap();
+        let decision = decide(&self.part_load, &g.load, &self.predict, &self.cap, g.pref);
+        let group_load: f64 = g.load.iter().sum();
+        if group_load > 0.0 {
+            g.settle_period = (g.settle_period * 2).min(SETTLE_PERIOD_MAX_NS);
+        }
+        let moved = match decision {
+            Decision::Stay => false,
+            Decision::Settle(dst) => {
+                g.pref = Some(dst);
+                g.settles += 1;
+                self.predict[dst] += group_load;
+                true
+            }
+            Decision::Resettle(dst) => {
+                g.pref = Some(dst);
+                g.resettles += 1;
+                self.predict[dst] += group_load;
+                g.settle_period = self.period_ns * 2;
+                true
+            }
+        };
+        g.settle_next = now + g.settle_period;
+        moved
+    }
+
+    /// Mean exclusivity of the settled groups (none settled: of all groups,
+    /// each in the partition where it ran most).
+    #[allow(dead_code)] // mosaic-sim's report
+    pub fn mean_exclusivity(&self) -> f64 {
+        let settled: Vec<&Group> = self.groups.values().filter(|g| g.settled_ns > 0).collect();
+        if settled.is_empty() {
+            self.groups.values().map(|g| g.exclusivity()).sum::<f64>()
+                / self.groups.len().max(1) as f64
+        } else {
+            settled.iter().map(|g| g.exclusivity()).sum::<f64>() / settled.len() as f64
+        }
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use crate::topology::tests::fake_sysfs;
+
+    /// 8 CPUs: 2 LLCs (and nodes) of 2 SMT cores of 2 threads.
+    pub fn topo() -> Topology {
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(dir.path(), 8, 4, true, 2);
+        Topology::from_root(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn partitions_from_topology_or_lists() {
+        let t = topo();
+        assert_eq!(
+            parse_partitions("llc", &t).unwrap(),
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]
+        );
+        assert_eq!(parse_partitions("node", &t).unwrap().len(), 2);
+        assert_eq!(parse_partitions("l2", &t).unwrap().len(), 4);
+        assert_eq!(
+            parse_partitions("0-1;2-7", &t).unwrap(),
+            vec![vec![0, 1], (2..8).collect()]
+        );
+        assert_eq!(parse_partitions("0-3;4-7;", &t).unwrap().len(), 2);
+        assert_eq!(parse_partitions(" node ", &t).unwrap().len(), 2);
+        let parts = parse_partitions("0-1;4-7", &t).unwrap();
+        assert_eq!(cpu_parts(&parts, 9), vec![0, 0, -1, -1, 1, 1, 1, 1, -1]);
+        assert_eq!(capacities(&parts, &t), vec![2.0, 4.0]);
+    }
+
+    #[test]
+    fn bad_partitions_are_refused() {
+        let t = topo();
+        for (bad, why) in [
+            ("0-3;3-7", "in two partitions"),
+            ("0-3;;4-7", "is empty"),
+            ("0-3;4-9", "not an online CPU"),
+            ("0-3;x", "bad --gb-partitions"),
+            ("numa", "bad --gb-partitions"),
+            (";", "is empty"),
+            ("", "is empty"),
+            ("0-3;4-7;;", "is empty"),
+        ] {
+            let err = format!("{:#}", parse_partitions(bad, &t).unwrap_err());
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn first_settle_takes_the_least_loaded_partition_without_its_own_load() {
+        // the group itself makes p0 busy: excluded, p0 still looks free
+        assert_eq!(
+            decide(&[2.0, 1.0], &[2.0, 0.0], &[0.0, 0.0], &[4.0, 4.0], None),
+            Decision::Settle(0)
+        );
+        // predicted load steers a second group away from a just-settled partition
+        assert_eq!(
+            decide(&[0.5, 0.5], &[0.5, 0.5], &[3.0, 0.0], &[4.0, 4.0], None),
+            Decision::Settle(1)
+        );
+        // no load: nothing to settle
+        assert_eq!(
+            decide(&[1.0, 1.0], &[0.0, 0.0], &[0.0, 0.0], &[4.0, 4.0], None),
+            Decision::Stay
+        );
+    }
+
+    #[test]
+    fn resettle_only_when_it_does_not_worsen_the_imbalance() {
+        // settled on a crowded p0 (group 1 CPU, others 3), p1 idle: move
+        assert_eq!(
+            decide(&[4.0, 0.0], &[1.0, 0.0], &[0.0, 0.0], &[4.0, 4.0], Some(0)),
+            Decision::Resettle(1)
+        );
+        // p1 is lighter but has a quarter of p0's capacity: moving 1.5 CPUs of
+        // load there would leave load/capacity far more uneven, so it stays
+        assert_eq!(
+            decide(&[2.1, 0.5], &[1.5, 0.0], &[0.0, 0.0], &[4.0, 1.0], Some(0)),
+            Decision::Stay
+        );
+        // already in the best partition
+        assert_eq!(
+            decide(&[1.0, 3.0], &[1.0, 0.0], &[0.0, 0.0], &[4.0, 4.0], Some(0)),
+            Decision::Stay
+        );
+    }
+
+    const MS: u64 = 1_000_000;
+
+    /// Two partitions of 4 CPUs, a 100 ms period.
+    fn policy() -> Policy {
+        Policy::new(vec![4.0, 4.0], 100 * MS, true)
+    }
+
+    fn live(ids: &[u64]) -> BTreeSet<u64> {
+        ids.iter().copied().collect()
+    }
+
+    /// Runtime totals (ns) where each of @busy ran @ns in partition 0.
+    fn ran_in_p0(busy: &[u64], ns: u64) -> (Vec<u64>, BTreeMap<u64, Vec<u64>>) {
+        let groups = busy.iter().map(|&id| (id, vec![ns, 0])).collect();
+        (vec![ns * busy.len() as u64, 0], groups)
+    }
+
+    /// One period at @now ms, runtime totals in ms: per partition, and
+    /// per group and partition.
+    fn tick(
+        p: &mut Policy,
+        now: u64,
+        part: [u64; 2],
+        groups: &[(u64, [u64; 2])],
+    ) -> Option<(u64, usize)> {
+        let groups = groups
+            .iter()
+            .map(|(id, t)| (*id, t.iter().map(|ms| ms * MS).collect()))
+            .collect();
+        p.tick(now * MS, &part.map(|ms| ms * MS), &groups)
+    }
+
+    #[test]
+    fn one_group_settles_per_period_round_robin() {
+        let mut p = policy();
+        assert_eq!(p.sync(&live(&[7, 3]), 0), (vec![3, 7], vec![]));
+        // group 3 alone busy, in p0: its own load excluded, p0 is as free
+        // as p1 and comes first
+        assert_eq!(tick(&mut p, 100, [100, 0], &[(3, [100, 0])]), Some((3, 0)));
+        // a move: the next one waits a period
+        assert_eq!(tick(&mut p, 150, [100, 0], &[(3, [100, 0])]), None);
+        // then group 7 (after 3), busy in p0 too: p1 is free
+        let busy = [(3, [250, 0]), (7, [150, 0])];
+        assert_eq!(tick(&mut p, 250, [400, 0], &busy), Some((7, 1)));
+        assert_eq!(p.groups()[&3].pref(), Some(0));
+        assert_eq!(p.groups()[&7].pref(), Some(1));
+        // group 3 is due again (its period doubled to 200 ms) and stays
+        let busy = [(3, [350, 0]), (7, [150, 100])];
+        assert_eq!(tick(&mut p, 350, [500, 100], &busy), None);
+        assert_eq!(p.groups()[&3].settle_next, 750 * MS);
+        // exclusivity counts from each group's settle
+        let busy = [(3, [450, 0]), (7, [250, 100])];
+        tick(&mut p, 450, [700, 100], &busy);
+        assert_eq!(p.groups()[&3].exclusivity(), 1.0);
+        assert_eq!(p.groups()[&7].exclusivity(), 0.5);
+        assert_eq!(p.mean_exclusivity(), 0.75);
+        let j = p.groups()[&7].to_json(7);
+        assert_eq!(j["cgroup_id"], 7);
+        assert_eq!(j["partition"], 1);
+        assert_eq!(j["settles"], 1);
+        assert_eq!(j["runtime_ns_per_partition"], json!([250 * MS, 100 * MS]));
+    }
+
+    #[test]
+    fn groups_come_and_go_between_periods() {
+        let mut p = policy();
+        p.sync(&live(&[1, 2]), 0);
+        let busy = [(1, [100, 0]), (2, [100, 0])];
+        assert_eq!(tick(&mut p, 100, [200, 0], &busy), Some((1, 1)));
+        // group 1 (the round robin's cursor) goes, group 5 appears
+        assert_eq!(p.sync(&live(&[2, 5]), 200 * MS), (vec![5], vec![1]));
+        assert!(!p.groups().contains_key(&1));
+        // the round robin goes on after the vanished id: group 2 settles,
+        // into p0 (less busy than p1 with group 1's predicted load)
+        let busy = [(2, [200, 0]), (5, [0, 0])];
+        assert_eq!(tick(&mut p, 200, [300, 0], &busy), Some((2, 0)));
+        // group 5 has no load: tried, stays unsettled, nothing to write
+        let busy = [(2, [300, 0]), (5, [0, 0])];
+        assert_eq!(tick(&mut p, 300, [400, 0], &busy), None);
+        assert_eq!(p.groups()[&5].pref(), None);
+        assert_eq!(p.groups()[&5].settle_next, 400 * MS);
+        // group 1 comes back (same id): tracked afresh, unsettled
+        assert_eq!(p.sync(&live(&[1, 2, 5]), 400 * MS), (vec![1], vec![]));
+        let g = &p.groups()[&1];
+        assert_eq!((g.pref(), g.total()), (None, &[0, 0][..]));
+        // a group missing from the runtime totals counts as idle
+        assert_eq!(tick(&mut p, 400, [400, 0], &[]), None);
+        assert_eq!(p.groups()[&1].total(), &[0, 0]);
+        assert_eq!(p.groups()[&2].total(), &[300 * MS, 0]);
+    }
+
+    #[test]
+    fn disabled_accounts_but_never_settles() {
+        let mut p = Policy::new(vec![4.0, 4.0], 100 * MS, false);
+        p.sync(&live(&[1]), 0);
+        for t in 1..5 {
+            let (part, groups) = ran_in_p0(&[1], t * 100 * MS);
+            assert_eq!(p.tick(t * 100 * MS, &part, &groups), None);
+        }
+        assert_eq!(p.groups()[&1].pref(), None);
+        assert_eq!(p.groups()[&1].exclusivity(), 1.0);
+        assert_eq!(p.mean_exclusivity(), 1.0);
+    }
+
+    #[test]
+    fn settle_periods_grow_to_the_max_and_a_move_resets_them() {
+        let mut p = policy();
+        p.sync(&live(&[1]), 0);
+        let mut ns = 0;
+        let mut tick = |p: &mut Policy, now: u64| {
+            ns += 100 * MS;
+            let (part, groups) = ran_in_p0(&[1], ns);
+            p.tick(now, &part, &groups)
+        };
+        assert_eq!(tick(&mut p, 100 * MS), Some((1, 0)));
+        assert_eq!(p.groups()[&1].settle_period, 200 * MS);
+        // attempts at 300, 700, 1500, 3100, 6300, 12700 ms, then every 10 s
+        let mut tried = Vec::new();
+        for t in (200..30_000).step_by(100) {
+            let before = p.groups()[&1].settle_next;
+            tick(&mut p, t * MS);
+            if p.groups()[&1].settle_next != before {
+                tried.push(t);
+            }
+        }
+        assert_eq!(tried, [300, 700, 1500, 3100, 6300, 12700, 22700]);
+        assert_eq!(p.groups()[&1].settle_period, SETTLE_PERIOD_MAX_NS);
+        // a resettle: the period falls back to two periods
+        p.part_load = vec![8.0, 0.0];
+        assert!(
+            p.try_to_settle(1, 30_000 * MS),
+            "crowded p0, idle p1: moves"
+        );
+        let g = &p.groups()[&1];
+        assert_eq!(
+            (g.pref(), g.resettles, g.settle_period),
+            (Some(1), 1, 200 * MS)
+        );
+    }
+
+    #[test]
+    fn predictions_halve_every_second_and_are_gone_after_ten() {
+        let mut p = policy();
+        p.predict = vec![8.0, 1.0];
+        p.decay_predictions(900 * MS);
+        assert_eq!(p.predict, [8.0, 1.0]);
+        p.decay_predictions(2_100 * MS);
+        assert_eq!(p.predict, [2.0, 0.25]);
+        p.decay_predictions(3_000 * MS);
+        assert_eq!(p.predict, [2.0, 0.25]);
+        p.decay_predictions(13_200 * MS);
+        assert_eq!(p.predict, [0.0, 0.0]);
+    }
+}
