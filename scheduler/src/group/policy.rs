@@ -537,6 +537,13 @@ pub mod tests {
         );
     }
 
+    #[test]
+    fn group_prefs_values_are_struct_group_pref() {
+        assert_eq!(pref_value(None)[..4], (-1i32).to_ne_bytes());
+        assert_eq!(pref_value(Some(3))[..4], 3i32.to_ne_bytes());
+        assert_eq!(pref_value(Some(3))[4..], [0; 4]);
+    }
+
     const MS: u64 = 1_000_000;
 
     /// Two partitions of 4 CPUs, a 100 ms period.
