@@ -96,7 +96,7 @@ uninstall:
 
 # The reliability gauntlet -> docs/reliability.md: every stressor cell on every VM topology
 # on the default kernel, a subset on two older trixie-backports kernels (fetched on first use);
-# one boot per (kernel, topology). About 40 minutes on 2 cores (TCG).
+# one boot per (kernel, topology). About 25 minutes on 2 cores (TCG).
 .PHONY: gauntlet
 gauntlet: build
 	tests/gauntlet/run.py --json target/gauntlet/results.json

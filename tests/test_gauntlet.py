@@ -19,7 +19,7 @@ def row(topo):
     """The judged cells of @topo's boot (booted once, on first use)."""
     if topo not in _rows:
         stressors = dict(gauntlet.QUICK)[topo]
-        log_dir = gauntlet.REPO / "target/gauntlet"
+        log_dir = gauntlet.REPO / "target/gauntlet/quick"
         log_dir.mkdir(parents=True, exist_ok=True)
         [r] = gauntlet.run_matrix([(gauntlet.DEFAULT_KERNEL, topo, stressors)], 10, log_dir)
         _rows[topo] = {c["cell"]: c for c in r["cells"]}

@@ -271,11 +271,13 @@ def main():
     ap.add_argument("--secs", type=int, default=12, help="window of each cell (default 12)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     ap.add_argument("--mosaic-flags", default="", help="extra scx_mosaic flags in every cell")
+    ap.add_argument("--log-dir", type=Path, default=REPO / "target/gauntlet",
+                    help="guest output and console logs (default target/gauntlet)")
     args = ap.parse_args()
     rows = plan(args)
     for kernel in sorted({k for k, _, _ in rows}):
         fetch_kernel(kernel)  # all first (idempotent): a missing kernel fails before any boot
-    log_dir = REPO / "target/gauntlet"
+    log_dir = args.log_dir
     log_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     results = run_matrix(rows, args.secs, log_dir, args.mosaic_flags)
