@@ -88,6 +88,10 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
         bpf_intf::mosaic_stat_STAT_INSERT_DIRECT_WIDE,
         "insert_direct_wide",
     ),
+    (
+        bpf_intf::mosaic_stat_STAT_INSERT_DIRECT_EXITING,
+        "insert_direct_exiting",
+    ),
     (bpf_intf::mosaic_stat_STAT_INSERT_QUEUED, "insert_queued"),
     (bpf_intf::mosaic_stat_STAT_MIGRATIONS, "migrations"),
     (bpf_intf::mosaic_stat_STAT_MISFIT_MOVES, "misfit_moves"),
@@ -403,6 +407,8 @@ pub struct Metrics {
     pub insert_direct_l2: u64,
     #[stat(desc = "direct insertion beyond the L2 (--no-l2-locality)")]
     pub insert_direct_wide: u64,
+    #[stat(desc = "direct insertion beyond the L2 of an exiting task (never passed to enqueue)")]
+    pub insert_direct_exiting: u64,
     #[stat(desc = "woken task queued on the target's shard, target kicked")]
     pub insert_queued: u64,
     #[stat(desc = "task started on a CPU other than its last")]

@@ -83,6 +83,7 @@ enum mosaic_stat {
 	STAT_INSERT_DIRECT_L2,	 /* ... the waker's CPU shares an L2 with it */
 	STAT_INSERT_DIRECT_WIDE, /* ... beyond the L2 (--no-l2-locality) */
 	STAT_INSERT_QUEUED, /* queued on the target's shard, target kicked */
+	STAT_INSERT_DIRECT_EXITING, /* ... beyond the L2, but the task exits */
 	/* F3 capacity (capacity.bpf.c) */
 	STAT_MIGRATIONS,   /* task started on a CPU other than its last */
 	STAT_MISFIT_MOVES, /* task too big for its CPU moved to an idle one */

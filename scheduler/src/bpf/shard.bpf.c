@@ -191,7 +191,12 @@ static __always_inline bool pull_older_sibling(s32 cpu)
 	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i, s;
 	u64 oldest, vtime, dsq = 0;
 
-	if (no_shared_runq || n <= 1 ||
+	/*
+	 * Not under the group balancer: with it, these pulls cut the groups'
+	 * exclusivity (0.57 instead of >= 0.9 in tests/test_group.py) for a
+	 * reason not yet understood; until it is, partitions come first.
+	 */
+	if (no_shared_runq || group_balancer || n <= 1 ||
 	    !dsq_head_vtime(shard_dsq_id(shard_of(cpu)), &oldest))
 		return false;
 	oldest -= slice_ns;

@@ -134,8 +134,9 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 
 /*
  * Send @p to the CPU @cpu chosen at wakeup: straight into its local DSQ if
- * the waker's CPU shares an L2 with it (the LLC with --no-l2-locality), else
- * through ops.enqueue, which queues it on @cpu's shard and kicks @cpu.
+ * the waker's CPU shares an L2 with it (the LLC with --no-l2-locality) or it
+ * is exiting, else through ops.enqueue, which queues it on @cpu's shard and
+ * kicks @cpu.
  */
 static __always_inline void place_woken(struct task_struct *p,
 					struct task_ctx *tctx, s32 cpu)
@@ -146,6 +147,9 @@ static __always_inline void place_woken(struct task_struct *p,
 		stat_inc(STAT_INSERT_DIRECT_L2);
 	} else if (no_l2_locality && llc_of(this) == llc_of(cpu)) {
 		stat_inc(STAT_INSERT_DIRECT_WIDE);
+	} else if (p->flags & PF_EXITING) {
+		/* the kernel does not pass exiting tasks to ops.enqueue */
+		stat_inc(STAT_INSERT_DIRECT_EXITING);
 	} else {
 		tctx->wake_cpu = cpu; /* ops.enqueue queues it and kicks */
 		return;
