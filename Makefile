@@ -1,5 +1,7 @@
 # Mosaic: the two commands a user needs are `make run` and `make test`.
-# Both install what they need first (scripts/install-deps, idempotent).
+# Both install what they need first (scripts/install-deps, idempotent; packages listed with
+# their reasons in scripts/deps.txt): `make run` the build toolchain and the VM harness,
+# `make test` also what only the tests use.
 
 BPF_CLANG ?= clang-19
 export BPF_CLANG
@@ -7,12 +9,15 @@ TOPO ?= 1llc
 ROUNDS ?= 5
 BIN := target/release/scx_mosaic
 
-.PHONY: all deps build run test unit-test vm-test fmt lint
+.PHONY: all deps test-deps build run test unit-test vm-test fmt lint fresh-check
 
 all: build
 
 deps:
-	@scripts/install-deps
+	@scripts/install-deps run
+
+test-deps:
+	@scripts/install-deps test
 
 build: deps
 	cargo build --release
@@ -31,16 +36,21 @@ run: build
 unit-test: build
 	cargo test --release
 
-vm-test: build
+vm-test: build test-deps
 	python3 -m pytest -v tests/
 
 test: lint unit-test vm-test
+
+# The README's run command on pristine Debian 12 and 13 roots (debootstrap, cached under
+# /var/cache/mosaic/fresh): proves install-deps installs all it needs. RELEASE=bookworm|trixie.
+fresh-check:
+	scripts/fresh-check $(if $(RELEASE),--release $(RELEASE))
 
 fmt:
 	cargo fmt
 	clang-format-19 -i scheduler/src/bpf/*.c scheduler/src/bpf/*.h
 
-lint: build
+lint: build test-deps
 	cargo fmt --check
 	cargo clippy --release -- -D warnings
 	clang-format-19 --dry-run -Werror scheduler/src/bpf/*.c scheduler/src/bpf/*.h
@@ -56,6 +66,7 @@ sim-report:
 # cache). SCENARIO=name runs one scenario (merged into the report); FULL=1 runs everything.
 .PHONY: bench
 bench: build
+	@scripts/install-deps bench
 	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full)
 
 # Install the release binary (`make build` first), the systemd unit and, unless one exists,

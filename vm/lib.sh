@@ -82,3 +82,40 @@ kernel_release_of() {
         *) echo "$1" ;;   # bare upstream version: resolved by fetch-kernel against the archive
     esac
 }
+
+# Print the packages that scripts/deps.txt lists for the purposes "$@" (build, vm, qemu, ...).
+deps_packages() {
+    awk -v want=" $* " '!/^[[:space:]]*(#|$)/ && index(want, " " $1 " ") { print $2 }' \
+        "$REPO_DIR/scripts/deps.txt"
+}
+
+# Print the packages of "$@" that are not installed.
+missing_pkgs() {
+    local p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
+    done
+}
+
+# Run apt-get with the lock wait and a non-interactive frontend.
+apt_get() {
+    wait_apt_lock
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -q "$@"
+}
+
+# True if apt has package lists for suite $1 (any component).
+have_lists() { compgen -G "/var/lib/apt/lists/*_dists_${1}_*Packages*" >/dev/null; }
+
+# Install packages "$@" without their Recommends (refreshing the lists first if they are
+# missing, and once more if the install fails on stale lists); apt's chatter goes to
+# $MOSAIC_CACHE/apt-install.log, its errors to stderr.
+apt_install() {
+    local logf=$MOSAIC_CACHE/apt-install.log
+    mkdir -p "$MOSAIC_CACHE"
+    have_lists "$(host_codename)" || apt_get update >>"$logf" 2>&1 || true
+    apt_get install -y --no-install-recommends "$@" >>"$logf" 2>&1 && return 0
+    apt_get update >>"$logf" 2>&1 || true
+    apt_get install -y --no-install-recommends "$@" >>"$logf" 2>&1 && return 0
+    grep -E '^(E|W):' "$logf" | tail -5 >&2
+    die "apt-get install $* failed (log: $logf)"
+}
