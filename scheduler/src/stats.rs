@@ -106,6 +106,8 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
         bpf_intf::mosaic_stat_STAT_SHARD_PULLS_OLDER,
         "shard_pulls_older",
     ),
+    (bpf_intf::mosaic_stat_STAT_PREV_REFILLED, "prev_refilled"),
+    (bpf_intf::mosaic_stat_STAT_LAST_KEPT, "last_kept"),
 ];
 
 /// Counter totals: the mosaic_stat counters and the per-shard enqueues.
@@ -425,6 +427,10 @@ pub struct Metrics {
     pub cgroups_untracked: u64,
     #[stat(desc = "CPU took a sibling shard's head, a slice older than its own shard's")]
     pub shard_pulls_older: u64,
+    #[stat(desc = "dispatch found nothing queued: the runnable prev kept its CPU, slice refilled")]
+    pub prev_refilled: u64,
+    #[stat(desc = "a lone task due to move (misfit, partition) found no idle CPU: stayed")]
+    pub last_kept: u64,
 
     #[stat(desc = "shard_enqueues by destination shard, indexed by shard id")]
     pub shard_enqueues_per_shard: Vec<u64>,

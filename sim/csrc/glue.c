@@ -126,6 +126,15 @@ u64 *sim_task_dsq_vtime(struct task_struct *p)
 	return &p->scx.dsq_vtime;
 }
 
+/* Set or clear SCX_TASK_QUEUED: the kernel keeps it set while @p is runnable. */
+void sim_task_set_queued(struct task_struct *p, bool queued)
+{
+	if (queued)
+		p->scx.flags |= SCX_TASK_QUEUED;
+	else
+		p->scx.flags &= ~SCX_TASK_QUEUED;
+}
+
 void sim_task_set_weight(struct task_struct *p, u32 weight)
 {
 	p->scx.weight = weight;

@@ -926,6 +926,8 @@ impl Engine {
             self.tasks[t].runnable_since = self.now;
         }
         self.tasks[t].state = s;
+        let runnable = matches!(s, TState::Queued | TState::Running);
+        unsafe { ffi::sim_task_set_queued(self.tasks[t].p, runnable) };
     }
 }
 
@@ -1248,7 +1250,11 @@ fn schedule(cpu: usize) {
             e.set_state(t, TState::Queued);
             set_ctx(cpu, Ctx::Other);
             unsafe { ffi::sim_op_stopping(eng().tasks[t].p, true) };
-            do_enqueue(t, cpu, cpu, 0);
+            // put_prev_task_scx: with SCX_OPS_ENQ_LAST, a prev that leaves its
+            // CPU to idle is enqueued with SCX_ENQ_LAST
+            let e = eng();
+            let last = e.ops_flags & ffi::SCX_OPS_ENQ_LAST != 0 && e.cpus[cpu].local.is_empty();
+            do_enqueue(t, cpu, cpu, if last { ffi::SCX_ENQ_LAST } else { 0 });
         }
     }
     pick_next(cpu);
