@@ -54,7 +54,12 @@ fn main() {
     }
     println!("cargo:rerun-if-changed={}", bpf_dir.display());
     let sources = strip_comments(&sources);
-    for f in ["csrc/sched.c", "csrc/shim.h", "csrc/glue.c"] {
+    for f in [
+        "csrc/sched.c",
+        "csrc/shim.h",
+        "csrc/helpers.h",
+        "csrc/glue.c",
+    ] {
         println!("cargo:rerun-if-changed={f}");
     }
 
@@ -259,10 +264,12 @@ fn gen_enum_undefs(bpf_h: &Path) -> String {
     out
 }
 
-/// bpf_helper_defs.h declares each helper as a function-pointer constant
-/// (`(* const bpf_xxx)(...) = (void *) N`) and has no include guard. Renaming
-/// every helper while it is included, then dropping the names, leaves each
-/// helper undeclared: one the shim does not provide fails the build.
+/// bpf_helper_defs.h declares each helper as a function pointer initialised
+/// with its number: `(* const bpf_xxx)(...) = (void *) N` (libbpf >= 1.2,
+/// trixie) or `(*bpf_xxx)(...)` (libbpf 1.1, bookworm); it has no include
+/// guard. Renaming every helper while it is included, then dropping the
+/// names, leaves each helper undeclared: one that csrc/helpers.h does not
+/// provide fails the build, whichever libbpf is installed.
 fn gen_helper_hiding() -> (String, String) {
     let defs = ["/usr/include/bpf/bpf_helper_defs.h"]
         .iter()
@@ -270,13 +277,16 @@ fn gen_helper_hiding() -> (String, String) {
         .expect("mosaic-sim: /usr/include/bpf/bpf_helper_defs.h (libbpf-dev) is missing");
     let (mut hide, mut unhide) = (String::new(), String::new());
     for line in defs.lines() {
-        if let Some(i) = line.find("(* const ") {
-            let rest = &line[i + 9..];
-            let name = &rest[..ident_end(rest)];
-            if !name.is_empty() {
-                hide.push_str(&format!("#define {name} sim_hidden_helper_{name}\n"));
-                unhide.push_str(&format!("#undef {name}\n"));
-            }
+        if !line.starts_with("static ") || !line.contains(") = (void *)") {
+            continue;
+        }
+        let Some(i) = line.find("(*") else { continue };
+        let rest = line[i + 2..].trim_start();
+        let rest = rest.strip_prefix("const ").unwrap_or(rest);
+        let name = &rest[..ident_end(rest)];
+        if !name.is_empty() {
+            hide.push_str(&format!("#define {name} sim_hidden_helper_{name}\n"));
+            unhide.push_str(&format!("#undef {name}\n"));
         }
     }
     (hide, unhide)

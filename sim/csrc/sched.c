@@ -14,6 +14,7 @@
 #include "sim_helpers_hide.h"
 #include <bpf/bpf_helpers.h>
 #include "sim_helpers_unhide.h"
+#include "helpers.h"
 /* kfuncs become ordinary, strong externs: a missing one fails the link */
 #undef __ksym
 #define __ksym

@@ -145,6 +145,14 @@ pub extern "C" fn sim_get_prandom_u32() -> u32 {
     eng().rand() as u32
 }
 
+/// A BPF helper that csrc/helpers.h names (the scx headers' inline functions
+/// call it) but the simulator does not model: calling it is a simulator bug.
+#[no_mangle]
+pub extern "C" fn sim_unmodelled_helper(name: *const std::ffi::c_char) -> *mut std::ffi::c_void {
+    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    panic!("mosaic-sim: the scheduler called {name}, which the simulator does not model");
+}
+
 #[no_mangle]
 pub extern "C" fn sim_get_current_task() -> *mut task_struct {
     std::ptr::null_mut()
