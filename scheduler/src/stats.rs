@@ -108,6 +108,7 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
     ),
     (bpf_intf::mosaic_stat_STAT_PREV_REFILLED, "prev_refilled"),
     (bpf_intf::mosaic_stat_STAT_LAST_KEPT, "last_kept"),
+    (bpf_intf::mosaic_stat_STAT_VTIME_REBASES, "vtime_rebases"),
 ];
 
 /// Counter totals: the mosaic_stat counters and the per-shard enqueues.
@@ -431,6 +432,8 @@ pub struct Metrics {
     pub prev_refilled: u64,
     #[stat(desc = "a lone task due to move (misfit, partition) found no idle CPU: stayed")]
     pub last_kept: u64,
+    #[stat(desc = "a task's vtime moved onto another LLC's clock, keeping its lag")]
+    pub vtime_rebases: u64,
 
     #[stat(desc = "shard_enqueues by destination shard, indexed by shard id")]
     pub shard_enqueues_per_shard: Vec<u64>,

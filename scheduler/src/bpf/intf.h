@@ -101,6 +101,8 @@ enum mosaic_stat {
 			     * prev keeps its CPU with a new slice */
 	STAT_LAST_KEPT,	    /* a lone task due to move (misfit, partition)
 			     * found no idle CPU to go to: it stays */
+	STAT_VTIME_REBASES, /* a task's vtime moved onto another LLC's clock
+			     * (vtime.bpf.c) */
 	NR_MOSAIC_STATS,
 };
 

@@ -253,7 +253,7 @@ void BPF_STRUCT_OPS(mosaic_enable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 
-	vtime_enable(p);
+	vtime_enable(p, tctx);
 	if (tctx)
 		util_init(tctx, scx_bpf_now());
 }
