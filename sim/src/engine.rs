@@ -1765,8 +1765,10 @@ impl Engine {
                 self.enqueues, self.enqueue_matched, custody
             ));
         }
-        let stats = self.maps.sum_percpu("stats");
         let names = crate::intf::STAT_NAMES;
+        let stats = self.maps.combine_percpu("stats", |i| {
+            names.get(i).is_some_and(|n| n.ends_with("_max_us"))
+        });
         let mut counters = serde_json::Map::new();
         for (i, n) in names.iter().enumerate() {
             counters.insert(n.to_string(), json!(stats.get(i).copied().unwrap_or(0)));

@@ -222,6 +222,25 @@ impl Maps {
             .unwrap_or_default()
     }
 
+    /// Per-CPU array @name with u64 values: entry i over CPUs, summed, or
+    /// for the entries @is_max picks, their maximum (the scheduler's rule for
+    /// its `*_max_us` counters, stats.rs).
+    pub fn combine_percpu(&self, name: &str, is_max: impl Fn(usize) -> bool) -> Vec<u64> {
+        let Some(m) = self.by_addr.values().find(|m| m.name == name) else {
+            return Vec::new();
+        };
+        (0..m.max_entries)
+            .map(|i| {
+                let vals = (0..self.nr_cpus).map(|cpu| m.array[cpu * m.max_entries + i]);
+                if is_max(i) {
+                    vals.max().unwrap_or(0)
+                } else {
+                    vals.sum()
+                }
+            })
+            .collect()
+    }
+
     /// Every per-CPU array of 8-byte values, summed over CPUs.
     pub fn all_percpu_sums(&self) -> Vec<(String, Vec<u64>)> {
         let mut out: Vec<(String, Vec<u64>)> = Vec::new();

@@ -29,6 +29,10 @@ enum mosaic_limits {
 	MAX_CGROUP_DEPTH = 16,
 	/* vtime lag (in slices) a task keeps when queued again after a slice */
 	REQUEUE_LAG_SLICES = 16,
+	/* runnable waits: log2 buckets of microseconds, bucket b holding
+	 * [2^b, 2^(b+1)) us (0: under 2 us, the last: 2^23 us = 8.4 s and up)
+	 */
+	NR_WAIT_BUCKETS = 24,
 };
 
 /*
@@ -103,6 +107,8 @@ enum mosaic_stat {
 			     * found no idle CPU to go to: it stays */
 	STAT_VTIME_REBASES, /* a task's vtime moved onto another LLC's clock
 			     * (vtime.bpf.c) */
+	STAT_WAIT_MAX_US,   /* longest runnable wait (wait.bpf.c); a maximum,
+			     * not a sum */
 	NR_MOSAIC_STATS,
 };
 
