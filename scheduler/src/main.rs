@@ -382,9 +382,13 @@ impl<'a> Scheduler<'a> {
                 last_at = Instant::now();
             }
         }
+        // Detach first: read while the programs still run, the counters are
+        // a torn snapshot (one read per counter), e.g. a handoff's
+        // insert_queued without its wake_* (seen in test_foundation).
+        let exit = self.detach();
         let counters = Counters::read(&self.skel, self.nr_shards)?;
         let costs = stats::bpf_prog_costs(&self.skel);
-        Ok((self.detach(), counters, costs))
+        Ok((exit, counters, costs))
     }
 }
 
