@@ -106,9 +106,6 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
         bpf_intf::mosaic_stat_STAT_SHARD_PULLS_OLDER,
         "shard_pulls_older",
     ),
-    (bpf_intf::mosaic_stat_STAT_PREV_REFILLED, "prev_refilled"),
-    (bpf_intf::mosaic_stat_STAT_LAST_KEPT, "last_kept"),
-    (bpf_intf::mosaic_stat_STAT_VTIME_REBASES, "vtime_rebases"),
     (bpf_intf::mosaic_stat_STAT_WAIT_MAX_US, "wait_max_us"),
 ];
 
@@ -484,12 +481,6 @@ pub struct Metrics {
     pub cgroups_untracked: u64,
     #[stat(desc = "CPU took a sibling shard's head, a slice older than its own shard's")]
     pub shard_pulls_older: u64,
-    #[stat(desc = "dispatch found nothing queued: the runnable prev kept its CPU, slice refilled")]
-    pub prev_refilled: u64,
-    #[stat(desc = "a lone task due to move (misfit, partition) found no idle CPU: stayed")]
-    pub last_kept: u64,
-    #[stat(desc = "a task's vtime moved onto another LLC's clock, keeping its lag")]
-    pub vtime_rebases: u64,
     #[stat(desc = "longest runnable wait (woken or requeued until running), microseconds")]
     pub wait_max_us: u64,
 

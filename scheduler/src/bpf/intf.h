@@ -100,15 +100,8 @@ enum mosaic_stat {
 	/* F1: fairness across the shards of an LLC (shard.bpf.c) */
 	STAT_SHARD_PULLS_OLDER, /* CPU took a sibling shard's head, a slice
 				 * older than its own shard's */
-	/* slice ends (main.bpf.c) */
-	STAT_PREV_REFILLED, /* dispatch found nothing queued: the runnable
-			     * prev keeps its CPU with a new slice */
-	STAT_LAST_KEPT,	    /* a lone task due to move (misfit, partition)
-			     * found no idle CPU to go to: it stays */
-	STAT_VTIME_REBASES, /* a task's vtime moved onto another LLC's clock
-			     * (vtime.bpf.c) */
-	STAT_WAIT_MAX_US,   /* longest runnable wait (wait.bpf.c); a maximum,
-			     * not a sum */
+	STAT_WAIT_MAX_US, /* longest runnable wait (wait.bpf.c); a maximum,
+			   * not a sum */
 	NR_MOSAIC_STATS,
 };
 

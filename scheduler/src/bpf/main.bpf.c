@@ -81,26 +81,6 @@ s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 	return cpu;
 }
 
-/*
- * A lone task at its slice end (SCX_ENQ_LAST: dispatch declined to keep it,
- * see below): move it to an idle CPU where it belongs, or - none idle now -
- * keep it here. The kernel leaves the follow-up to us: kick this CPU so that
- * it runs the task from its local queue instead of idling.
- */
-static __always_inline void enqueue_last(struct task_struct *p,
-					 struct task_ctx *tctx, s32 cpu,
-					 u64 enq_flags)
-{
-	if (tctx && (send_to_idle(p, misfit_target(p, tctx, cpu), enq_flags,
-				  STAT_MISFIT_MOVES) ||
-		     send_to_idle(p, group_target(p, tctx, cpu), enq_flags,
-				  STAT_GROUP_MOVES)))
-		return;
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
-	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-	stat_inc(STAT_LAST_KEPT);
-}
-
 void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
@@ -108,10 +88,6 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 
 	if (debug_should_drop(p)) {
 		stat_inc(STAT_DEBUG_DROPS);
-		return;
-	}
-	if (enq_flags & SCX_ENQ_LAST) {
-		enqueue_last(p, tctx, cpu, enq_flags);
 		return;
 	}
 	if (!tctx) {
@@ -147,40 +123,11 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 	kick_for(p, cpu);
 }
 
-/*
- * Whether @prev, runnable on @cpu with nothing queued to replace it, should
- * leave: too big for this CPU, or outside its settled group's partition.
- */
-static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
-{
-	struct task_ctx *tctx = task_ctx_of(prev);
-	s32 part;
-
-	if (!tctx || task_is_pinned(prev))
-		return false;
-	if (asym_capacity && !cpu_fits_task(cpu, tctx->util))
-		return true;
-	part = group_part(tctx);
-	return part >= 0 && part_of(cpu) != part &&
-	       prev->nr_cpus_allowed == nr_cpu_ids;
-}
-
-/*
- * Nothing queued for @cpu: a runnable @prev keeps it with a fresh slice,
- * unless it should move; then the kernel, told by SCX_OPS_ENQ_LAST not to
- * keep it on its own, hands it to enqueue_last().
- */
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
 	if (pull_older_sibling(cpu) || pull_own_queues(cpu) ||
 	    pull_sibling_shards(cpu) || steal_scan(cpu))
 		return;
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
-	    !prev_should_move(prev, cpu)) {
-		prev->scx.slice = slice_ns;
-		stat_inc(STAT_PREV_REFILLED);
-		return;
-	}
 	stat_inc(STAT_DISPATCH_EMPTY);
 }
 
@@ -259,7 +206,7 @@ void BPF_STRUCT_OPS(mosaic_enable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 
-	vtime_enable(p, tctx);
+	vtime_enable(p);
 	if (tctx)
 		util_init(tctx, scx_bpf_now());
 }
@@ -315,6 +262,5 @@ SCX_OPS_DEFINE(mosaic_ops,
 	       .cgroup_set_weight = (void *)mosaic_cgroup_set_weight,
 	       .init		= (void *)mosaic_init,
 	       .exit		= (void *)mosaic_exit,
-	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "mosaic");
 /* clang-format on */

@@ -101,24 +101,6 @@ static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 }
 
 /*
- * Claim an idle CPU of @llc_mask to run @p: on big.LITTLE the smallest that
- * @p fits, else the biggest (a little CPU would pull a big task only to hand
- * it back at its slice end).
- */
-static __always_inline s32 pick_idle_for_kick(struct task_struct *p, s32 cpu,
-					      const struct cpumask *llc_mask)
-{
-	struct task_ctx *tctx;
-
-	if (!llc_mask)
-		return -1;
-	if (asym_capacity && (tctx = task_ctx_of(p)))
-		return pick_idle_by_capacity(p, tctx->util, cpu, llc_mask,
-					     CAP_BEST_FIT);
-	return scx_bpf_pick_idle_cpu(llc_mask, 0);
-}
-
-/*
  * @p was just queued on @cpu's queues: wake @cpu if idle, else, for a task on
  * a shard that any CPU of the LLC may run, an idle CPU of the LLC. With none
  * there, the task waits for a steal from another LLC: raise the overload
@@ -137,7 +119,7 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 		return;
 	if (p->nr_cpus_allowed == nr_cpu_ids) {
 		llc_mask = llc_cpus(llc_of(cpu));
-		idle = pick_idle_for_kick(p, cpu, llc_mask);
+		idle = llc_mask ? scx_bpf_pick_idle_cpu(llc_mask, 0) : -1;
 		if (idle >= 0) {
 			kick_claimed(idle);
 			return;

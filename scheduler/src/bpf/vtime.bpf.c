@@ -18,14 +18,6 @@
  * lightest task that started last set (clamping it to one slice would hand
  * its share to the light ones), while a task carried from another LLC, whose
  * clock may be far behind, gains a bounded head start.
- * A task's vtime is measured on the clock of the LLC it last queued or ran
- * in. When it enters another LLC (queued there, pulled, stolen, woken on one
- * of its CPUs) it is rebased: the same lag behind the new clock as it had
- * behind the old one, at most REQUEUE_LAG_SLICES, and never more than a
- * slice ahead. Clocks of different LLCs drift apart freely (a lightly loaded
- * LLC's runs fast); without the rebase a task from a fast LLC queued behind
- * every task of a slow one for as long as the slow clock took to catch up -
- * seconds under hackbench on 4 LLCs, which the watchdog ejected.
  * Runtime is measured from ops.running to ops.stopping.
  *
  * WHY
@@ -49,41 +41,16 @@ static __always_inline u64 *llc_vtime(u32 llc)
 }
 
 /*
- * Move @p's vtime onto the clock of @llc if it was measured on another LLC's:
- * keep its lag (at most REQUEUE_LAG_SLICES behind, at most a slice ahead).
- */
-static __always_inline void vtime_rebase(struct task_struct *p,
-					 struct task_ctx *tctx, u32 llc)
-{
-	s64 lag, max_lag = REQUEUE_LAG_SLICES * slice_ns;
-
-	if (!tctx || tctx->vtime_llc == llc)
-		return;
-	lag = (s64)(*llc_vtime(tctx->vtime_llc) - p->scx.dsq_vtime);
-	if (lag > max_lag)
-		lag = max_lag;
-	else if (lag < -(s64)slice_ns)
-		lag = -(s64)slice_ns;
-	p->scx.dsq_vtime = *llc_vtime(llc) - lag;
-	tctx->vtime_llc = llc;
-	stat_inc(STAT_VTIME_REBASES);
-}
-
-/*
- * Vtime at which @p is queued in @llc: its own (rebased onto @llc's clock),
- * at most one slice behind the clock if it wakes up, at most
- * REQUEUE_LAG_SLICES behind if it was runnable all along (it earned that lag
- * by running less than its share).
+ * Vtime at which @p is queued in @llc: its own, at most one slice behind the
+ * clock if it wakes up, at most REQUEUE_LAG_SLICES behind if it was runnable
+ * all along (it earned that lag by running less than its share).
  */
 static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
 					    u64 enq_flags)
 {
 	u64 lag = enq_flags & SCX_ENQ_WAKEUP ? slice_ns
 					     : REQUEUE_LAG_SLICES * slice_ns;
-	u64 floor;
-
-	vtime_rebase(p, task_ctx_of(p), llc);
-	floor = *llc_vtime(llc) - lag;
+	u64 floor = *llc_vtime(llc) - lag;
 
 	if (time_before(p->scx.dsq_vtime, floor))
 		p->scx.dsq_vtime = floor;
@@ -94,10 +61,8 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 {
-	u32 llc = llc_of(cpu);
-	u64 *clock = llc_vtime(llc);
+	u64 *clock = llc_vtime(llc_of(cpu));
 
-	vtime_rebase(p, tctx, llc);
 	if (time_before(*clock, p->scx.dsq_vtime))
 		*clock = p->scx.dsq_vtime;
 	tctx->started_at = now;
@@ -120,12 +85,7 @@ static __always_inline void vtime_charge(struct task_struct *p,
 }
 
 /* A task joins: start it at its LLC's present. */
-static __always_inline void vtime_enable(struct task_struct *p,
-					 struct task_ctx *tctx)
+static __always_inline void vtime_enable(struct task_struct *p)
 {
-	u32 llc = llc_of(scx_bpf_task_cpu(p));
-
-	p->scx.dsq_vtime = *llc_vtime(llc);
-	if (tctx)
-		tctx->vtime_llc = llc;
+	p->scx.dsq_vtime = *llc_vtime(llc_of(scx_bpf_task_cpu(p)));
 }
