@@ -29,10 +29,6 @@ enum mosaic_limits {
 	MAX_CGROUP_DEPTH = 16,
 	/* vtime lag (in slices) a task keeps when queued again after a slice */
 	REQUEUE_LAG_SLICES = 16,
-	/* runnable waits: log2 buckets of microseconds, bucket b holding
-	 * [2^b, 2^(b+1)) us (0: under 2 us, the last: 2^23 us = 8.4 s and up)
-	 */
-	NR_WAIT_BUCKETS = 24,
 };
 
 /*
@@ -100,8 +96,6 @@ enum mosaic_stat {
 	/* F1: fairness across the shards of an LLC (shard.bpf.c) */
 	STAT_SHARD_PULLS_OLDER, /* CPU took a sibling shard's head, a slice
 				 * older than its own shard's */
-	STAT_WAIT_MAX_US, /* longest runnable wait (wait.bpf.c); a maximum,
-			   * not a sum */
 	NR_MOSAIC_STATS,
 };
 

@@ -32,7 +32,6 @@ char _license[] SEC("license") = "GPL";
 #include "group.bpf.c"
 #include "steal.bpf.c"
 #include "wakeup.bpf.c"
-#include "wait.bpf.c"
 
 /* Test switch: whether @p is a task --debug-drop-comm asks us to lose. */
 static __always_inline bool debug_should_drop(const struct task_struct *p)
@@ -139,7 +138,6 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 
 	if (!tctx)
 		return;
-	wait_end(tctx, now);
 	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu)
 		stat_inc(STAT_MIGRATIONS);
 	tctx->last_cpu = cpu;
@@ -161,8 +159,6 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran);
 	group_account(tctx, cpu, ran);
-	if (runnable)
-		wait_begin(tctx, now);
 }
 
 /*
@@ -188,10 +184,8 @@ void BPF_STRUCT_OPS(mosaic_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 
-	if (!tctx)
-		return;
-	wait_begin(tctx, scx_bpf_now());
-	weight_runnable(p, tctx);
+	if (tctx)
+		weight_runnable(p, tctx);
 }
 
 void BPF_STRUCT_OPS(mosaic_quiescent, struct task_struct *p, u64 deq_flags)
