@@ -74,3 +74,11 @@ def assert_counters_consistent(s):
     # a task queued for a claimed CPU beyond the L2 always comes with a kick
     assert s["kicks"] >= s["insert_queued"]
     assert s["debug_drops"] == 0
+    # runnable waits (wait.bpf.c): percentiles are log2 buckets' upper edges, so ordered
+    # and at most twice the longest wait; the histogram holds every recorded wait
+    hist = s["wait_hist_log2_us"]
+    assert len(hist) == 24 and sum(hist) > 0, hist
+    assert s["wait_p50_us"] <= s["wait_p99_us"] <= s["wait_p999_us"], s
+    assert s["wait_p999_us"] <= max(2, 2 * s["wait_max_us"]), s
+    top = max(b for b, n in enumerate(hist) if n)
+    assert 2 ** top <= max(1, s["wait_max_us"]) < 2 ** (top + 1), (top, s["wait_max_us"])

@@ -106,6 +106,14 @@ pub const STAT_NAMES: [(u32, &str); bpf_intf::mosaic_stat_NR_MOSAIC_STATS as usi
         bpf_intf::mosaic_stat_STAT_SHARD_PULLS_OLDER,
         "shard_pulls_older",
     ),
+    (bpf_intf::mosaic_stat_STAT_PREV_REFILLED, "prev_refilled"),
+    (bpf_intf::mosaic_stat_STAT_LAST_KEPT, "last_kept"),
+    (bpf_intf::mosaic_stat_STAT_WAIT_MAX_US, "wait_max_us"),
+    (bpf_intf::mosaic_stat_STAT_GROUP_SWAPS, "group_swaps"),
+    (
+        bpf_intf::mosaic_stat_STAT_GROUP_TICK_MOVES,
+        "group_tick_moves",
+    ),
 ];
 
 /// Counter totals: the mosaic_stat counters and the per-shard enqueues.
@@ -115,11 +123,41 @@ pub struct Counters {
     pub per_shard: Vec<u64>,
     /// Each counter's value on each CPU (by counter id, then CPU id).
     pub per_cpu: Vec<Vec<u64>>,
+    /// Runnable waits by log2 of microseconds (wait.bpf.c), summed over CPUs.
+    pub wait_hist: Vec<u64>,
 }
 
 /// Whether counter @idx is a maximum over CPUs rather than a sum.
 fn is_maximum(idx: u32) -> bool {
     idx == bpf_intf::mosaic_stat_STAT_IDLE_WAITING_MAX_US
+        || idx == bpf_intf::mosaic_stat_STAT_WAIT_MAX_US
+}
+
+/// The wait below which a fraction @q of the waits in log2 histogram @hist
+/// fell, in microseconds: the upper edge of the bucket holding that rank
+/// (bucket b holds [2^b, 2^(b+1)) us); 0 without waits.
+pub fn wait_percentile_us(hist: &[u64], q: f64) -> u64 {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    let rank = ((total as f64) * q).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (b, n) in hist.iter().enumerate() {
+        seen += n;
+        if seen >= rank {
+            return 1u64 << (b + 1).min(63);
+        }
+    }
+    1u64 << hist.len().min(63)
+}
+
+/// Element-wise @a - @b (saturating), for interval histograms.
+fn hist_delta(a: &[u64], b: &[u64]) -> Vec<u64> {
+    a.iter()
+        .enumerate()
+        .map(|(i, x)| x.saturating_sub(b.get(i).copied().unwrap_or(0)))
+        .collect()
 }
 
 /// The values of one entry of a per-CPU array map of u64, one per CPU.
@@ -173,10 +211,14 @@ impl Counters {
         let per_shard = (0..nr_shards as u32)
             .map(|i| sum_percpu(&skel.maps.shard_enqueues, i))
             .collect::<Result<_>>()?;
+        let wait_hist = (0..bpf_intf::mosaic_limits_NR_WAIT_BUCKETS)
+            .map(|i| sum_percpu(&skel.maps.wait_hist, i))
+            .collect::<Result<_>>()?;
         Ok(Counters {
             stats,
             per_shard,
             per_cpu,
+            wait_hist,
         })
     }
 
@@ -199,6 +241,7 @@ impl Counters {
             }
         }
         add_into(&mut self.per_shard, &other.per_shard);
+        add_into(&mut self.wait_hist, &other.wait_hist);
     }
 
     /// Counter @idx over the CPUs @cpus.
@@ -229,6 +272,10 @@ impl Counters {
             "shard_enqueues_per_shard".into(),
             self.per_shard.clone().into(),
         );
+        m.insert("wait_hist_log2_us".into(), self.wait_hist.clone().into());
+        for (name, q) in WAIT_PERCENTILES {
+            m.insert(name.into(), wait_percentile_us(&self.wait_hist, q).into());
+        }
         m
     }
 
@@ -246,6 +293,22 @@ impl Counters {
             r("kicks"),
             r("dispatch_empty"),
         )
+    }
+}
+
+/// The run's wait percentiles: (Metrics field, fraction).
+const WAIT_PERCENTILES: [(&str, f64); 3] = [
+    ("wait_p50_us", 0.5),
+    ("wait_p99_us", 0.99),
+    ("wait_p999_us", 0.999),
+];
+
+/// @us as a short human figure: "850us", "12ms", "2.3s".
+fn fmt_us(us: u64) -> String {
+    match us {
+        0..=999 => format!("{us}us"),
+        1000..=999_999 => format!("{}ms", us / 1000),
+        _ => format!("{:.1}s", us as f64 / 1e6),
     }
 }
 
@@ -425,6 +488,29 @@ pub struct Metrics {
     pub cgroups_untracked: u64,
     #[stat(desc = "CPU took a sibling shard's head, a slice older than its own shard's")]
     pub shard_pulls_older: u64,
+    #[stat(desc = "dispatch found nothing queued: the runnable prev kept its CPU, slice refilled")]
+    pub prev_refilled: u64,
+    #[stat(desc = "a lone task due to move (misfit, partition) found no idle CPU: stayed")]
+    pub last_kept: u64,
+    #[stat(desc = "longest runnable wait (woken or requeued until running), microseconds")]
+    pub wait_max_us: u64,
+    #[stat(desc = "task outside its partition took the CPU of one that belongs where it was")]
+    pub group_swaps: u64,
+    #[stat(desc = "a tick ended the slice of a task outside its partition that could move")]
+    pub group_tick_moves: u64,
+
+    #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
+    pub wait_hist_log2_us: Vec<u64>,
+    #[stat(desc = "median runnable wait over the run, microseconds (log2 bucket's upper edge)")]
+    pub wait_p50_us: u64,
+    #[stat(
+        desc = "99th percentile runnable wait over the run, microseconds (bucket's upper edge)"
+    )]
+    pub wait_p99_us: u64,
+    #[stat(
+        desc = "99.9th percentile runnable wait over the run, microseconds (bucket's upper edge)"
+    )]
+    pub wait_p999_us: u64,
 
     #[stat(desc = "shard_enqueues by destination shard, indexed by shard id")]
     pub shard_enqueues_per_shard: Vec<u64>,
@@ -633,6 +719,7 @@ impl Metrics {
             stats,
             per_shard: self.shard_enqueues_per_shard.clone(),
             per_cpu: Vec::new(),
+            wait_hist: self.wait_hist_log2_us.clone(),
         })
     }
 
@@ -640,10 +727,14 @@ impl Metrics {
     /// rates, and per LLC where there are several.
     pub fn interval_lines(&self, prev: &Metrics, secs: f64) -> Result<Vec<String>> {
         let (now_c, prev_c) = (self.counters()?, prev.counters()?);
+        let waits = hist_delta(&self.wait_hist_log2_us, &prev.wait_hist_log2_us);
         let mut lines = vec![format!(
-            "mosaic {:>7.1}s | {}",
+            "mosaic {:>7.1}s | {} | wait p50 {} p99 {} max {}",
             self.runtime_s,
-            now_c.rate_line(&prev_c, secs)
+            now_c.rate_line(&prev_c, secs),
+            fmt_us(wait_percentile_us(&waits, 0.5)),
+            fmt_us(wait_percentile_us(&waits, 0.99)),
+            fmt_us(self.wait_max_us),
         )];
         if self.per_llc.len() > 1 {
             for (id, llc) in &self.per_llc {
@@ -770,7 +861,23 @@ mod tests {
             per_cpu: (0..n)
                 .map(|i| (0..4).map(|c| (i + 1) * (c + 1)).collect())
                 .collect(),
+            wait_hist: vec![5, 0, 3, 2],
         }
+    }
+
+    #[test]
+    fn wait_percentiles_are_bucket_upper_edges() {
+        // 90 waits under 2 us, 9 in [8, 16) us, 1 in [1024, 2048) us
+        let mut hist = vec![0u64; 24];
+        hist[0] = 90;
+        hist[3] = 9;
+        hist[10] = 1;
+        assert_eq!(wait_percentile_us(&hist, 0.5), 2);
+        assert_eq!(wait_percentile_us(&hist, 0.9), 2);
+        assert_eq!(wait_percentile_us(&hist, 0.99), 16);
+        assert_eq!(wait_percentile_us(&hist, 0.999), 2048);
+        assert_eq!(wait_percentile_us(&[0; 24], 0.99), 0);
+        assert_eq!(hist_delta(&[5, 7], &[2]), vec![3, 7]);
     }
 
     #[test]
@@ -815,7 +922,10 @@ mod tests {
         let back: Metrics = serde_json::from_value(json).unwrap();
         assert_eq!(back, m);
         let counters = back.counters().unwrap();
-        assert_eq!((counters.stats, counters.per_shard), (c.stats, c.per_shard));
+        assert_eq!(
+            (counters.stats, counters.per_shard, counters.wait_hist),
+            (c.stats, c.per_shard, c.wait_hist)
+        );
     }
 
     #[test]

@@ -11,7 +11,10 @@
  * its partition at wakeup, and when its slice ends outside the partition it
  * moves to an idle CPU inside, or else waits on a shard of the partition;
  * when the partition has no idle CPU and another does, it runs elsewhere - a
- * soft bind, never a cpuset.
+ * soft bind, never a cpuset. As in the seed's task_tick_gb(), a task found
+ * running outside its partition at a tick leaves at once when it has
+ * somewhere to go: an idle CPU of its partition, or one running a task that
+ * belongs where this one is - then the two swap (the seed's migrate_swap()).
  *
  * HOW
  * Every slice a task runs is added to its partition's total (part_runtime)
@@ -19,7 +22,9 @@
  * (group_runtime, per-CPU so that no line bounces); userspace reads both to
  * compute loads and exclusivity. A task's cgroup id (its cgroup v2 membership,
  * whatever controllers are enabled) is noted in its context when it starts
- * running.
+ * running, and the partition it prefers in running_pref[] of its CPU, which
+ * the swap reads: a few probes of the partition's CPU list (part_cpu_list),
+ * never a walk of the machine.
  *
  * WHY
  * Groups of tasks that share data and compete with other groups run better
@@ -68,6 +73,17 @@ struct {
 	__uint(max_entries, MAX_PARTS);
 } part_masks SEC(".maps");
 
+/*
+ * Partition preferred by the task running on each CPU (-1: none), written
+ * when a task starts running; stale only while the CPU idles.
+ */
+s32 running_pref[MAX_CPUS];
+
+/* The CPUs of each partition, partition after partition (group_init()). */
+u32 part_cpu_list[MAX_CPUS];
+u32 part_first_cpu[MAX_PARTS]; /* index of a partition's first in the list */
+u32 part_nr_cpus[MAX_PARTS];   /* its number of CPUs */
+
 /* Partition of @cpu, -1 if none. */
 static __always_inline s32 part_of(s32 cpu)
 {
@@ -96,14 +112,6 @@ static __always_inline u64 task_cgroup_id(struct task_struct *p)
 	return kn ? BPF_CORE_READ(kn, id) : 0;
 }
 
-/* The task of @tctx, @p, starts running: note its cgroup (it may move). */
-static __always_inline void group_running(struct task_struct *p,
-					  struct task_ctx *tctx)
-{
-	if (group_accounting)
-		tctx->cgid = task_cgroup_id(p);
-}
-
 /* Preferred partition of the cgroup of the task of @tctx, -1 if none. */
 static __always_inline s32 group_part(struct task_ctx *tctx)
 {
@@ -113,6 +121,27 @@ static __always_inline s32 group_part(struct task_ctx *tctx)
 		return -1;
 	pref = bpf_map_lookup_elem(&group_prefs, &tctx->cgid);
 	return pref ? pref->part : -1;
+}
+
+/*
+ * @p (context @tctx) starts running on @cpu: note its cgroup (it may move)
+ * and, for the swap, the partition it prefers (the slot is written only when
+ * it changes, so that CPUs running their own group do not bounce the line).
+ */
+static __always_inline void group_running(struct task_struct *p,
+					  struct task_ctx *tctx, s32 cpu)
+{
+	s32 *slot, part;
+
+	if (!group_accounting)
+		return;
+	tctx->cgid = task_cgroup_id(p);
+	if (!group_balancer)
+		return;
+	part = group_part(tctx);
+	slot = &running_pref[cpu_idx(cpu)];
+	if (*slot != part)
+		*slot = part;
 }
 
 /* Account @ns the task of @tctx ran on @cpu, to its partition and group. */
@@ -171,16 +200,106 @@ static __always_inline s32 pick_in_group_part(struct task_struct *p,
 	return -1;
 }
 
-/* @p's slice ended on @cpu, outside its group's partition: an idle CPU in. */
-static __always_inline s32 group_target(struct task_struct *p,
-					struct task_ctx *tctx, s32 cpu)
+/*
+ * The partition @p (context @tctx) should leave @cpu for: its group's, if it
+ * is settled elsewhere and @p may run anywhere; -1 if it is where it belongs.
+ */
+static __always_inline s32 group_away_part(struct task_struct *p,
+					   struct task_ctx *tctx, s32 cpu)
 {
 	s32 part = group_part(tctx);
 
 	if (part < 0 || part_of(cpu) == part ||
 	    p->nr_cpus_allowed != nr_cpu_ids)
 		return -1;
+	return part;
+}
+
+/* @p's slice ended on @cpu, outside its group's partition: an idle CPU in. */
+static __always_inline s32 group_target(struct task_struct *p,
+					struct task_ctx *tctx, s32 cpu)
+{
+	s32 part = group_away_part(p, tctx, cpu);
+
+	if (part < 0)
+		return -1;
 	return pick_idle_in(p, tctx->util, part_cpus(part), cpu);
+}
+
+/*
+ * A CPU of @p's partition @part running a task that prefers @cpu's
+ * partition, for the two to swap; -1 if GROUP_SWAP_PROBES CPUs of the
+ * partition, from a random one on, show none. Constant work per call.
+ */
+static __always_inline s32 group_swap_cpu(struct task_struct *p, s32 part,
+					  s32 cpu)
+{
+	s32 here = part_of(cpu), other;
+	u32 first, n, start, i;
+
+	if (here < 0 || part < 0 || part >= MAX_PARTS)
+		return -1;
+	first = part_first_cpu[part];
+	n = part_nr_cpus[part];
+	if (!n)
+		return -1;
+	start = bpf_get_prandom_u32() % n;
+	bpf_for (i, 0, GROUP_SWAP_PROBES) {
+		if (i >= n)
+			break;
+		other = part_cpu_list[(first + (start + i) % n) &
+				      (MAX_CPUS - 1)];
+		if (running_pref[cpu_idx(other)] == here &&
+		    bpf_cpumask_test_cpu(other, p->cpus_ptr))
+			return other;
+	}
+	return -1;
+}
+
+/*
+ * @p's slice ended on @cpu, outside its group's partition, and no CPU there
+ * idles: take the CPU of a task that belongs here, preempting it; its own
+ * requeue (enqueue, not a wakeup) then brings it here. True if @p went.
+ */
+static __always_inline bool
+group_swap(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
+{
+	s32 other = group_swap_cpu(p, group_away_part(p, tctx, cpu), cpu);
+
+	if (other < 0)
+		return false;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | other, slice_ns,
+			   enq_flags | SCX_ENQ_PREEMPT);
+	stat_inc(STAT_GROUP_SWAPS);
+	return true;
+}
+
+/*
+ * ops.tick of @p (context @tctx) on @cpu: if it runs outside its group's
+ * partition and can go (a CPU there idles, or runs a task that belongs
+ * here), end its slice now so that its requeue moves it. At most once per
+ * slice of its running time, as the seed checks once per gb_period.
+ */
+static __always_inline void group_tick(struct task_struct *p,
+				       struct task_ctx *tctx, s32 cpu, u64 now)
+{
+	const struct cpumask *idle, *mask;
+	s32 part = group_away_part(p, tctx, cpu);
+	bool go;
+
+	if (part < 0 || time_before(now, tctx->group_checked_at + slice_ns))
+		return;
+	tctx->group_checked_at = now;
+	mask = part_cpus(part);
+	if (!mask)
+		return;
+	idle = scx_bpf_get_idle_cpumask();
+	go = bpf_cpumask_intersects(idle, mask);
+	scx_bpf_put_idle_cpumask(idle);
+	if (!go && group_swap_cpu(p, part, cpu) < 0)
+		return;
+	p->scx.slice = 0;
+	stat_inc(STAT_GROUP_TICK_MOVES);
 }
 
 /*
@@ -214,7 +333,7 @@ static __always_inline s32 group_queue_cpu(struct task_struct *p,
 static s32 group_init(void)
 {
 	s32 ret, part;
-	u32 cpu;
+	u32 cpu, n;
 
 	if (!nr_parts)
 		return 0;
@@ -223,10 +342,30 @@ static s32 group_init(void)
 		return ret;
 	bpf_rcu_read_lock();
 	bpf_for (cpu, 0, nr_cpu_ids) {
+		running_pref[cpu_idx(cpu)] = -1;
 		part = part_of(cpu);
-		if (part >= 0)
+		if (part >= 0 && part < MAX_PARTS) {
 			mask_set(&part_masks, (u32)part, cpu);
+			part_nr_cpus[part]++;
+		}
 	}
 	bpf_rcu_read_unlock();
+	/* list the CPUs partition by partition, counting them again */
+	bpf_for (part, 1, nr_parts) {
+		if (part >= MAX_PARTS)
+			break;
+		part_first_cpu[part] =
+			part_first_cpu[part - 1] + part_nr_cpus[part - 1];
+		part_nr_cpus[part - 1] = 0;
+	}
+	if (nr_parts <= MAX_PARTS)
+		part_nr_cpus[(nr_parts - 1) & (MAX_PARTS - 1)] = 0;
+	bpf_for (cpu, 0, nr_cpu_ids) {
+		part = part_of(cpu);
+		if (part < 0 || part >= MAX_PARTS)
+			continue;
+		n = part_first_cpu[part] + part_nr_cpus[part]++;
+		part_cpu_list[n & (MAX_CPUS - 1)] = cpu;
+	}
 	return 0;
 }

@@ -22,13 +22,17 @@ enum mosaic_limits {
 	MAX_GROUPS = 4096,
 	/* a steal looks at this many tasks of a shard for one of its group */
 	STEAL_LOOK_AHEAD = 8,
-	/* ... and takes another group's after this many scans in a row */
-	STEAL_FOREIGN_AFTER = 4,
+	/* CPUs of its partition a task outside it looks at for a swap */
+	GROUP_SWAP_PROBES = 8,
 	/* cpu.weight: cgroups tracked, and levels of the tree walked */
 	MAX_WEIGHT_CGROUPS = 16384,
 	MAX_CGROUP_DEPTH = 16,
 	/* vtime lag (in slices) a task keeps when queued again after a slice */
 	REQUEUE_LAG_SLICES = 16,
+	/* runnable waits: log2 buckets of microseconds, bucket b holding
+	 * [2^b, 2^(b+1)) us (0: under 2 us, the last: 2^23 us = 8.4 s and up)
+	 */
+	NR_WAIT_BUCKETS = 24,
 };
 
 /*
@@ -96,6 +100,18 @@ enum mosaic_stat {
 	/* F1: fairness across the shards of an LLC (shard.bpf.c) */
 	STAT_SHARD_PULLS_OLDER, /* CPU took a sibling shard's head, a slice
 				 * older than its own shard's */
+	/* slice ends (main.bpf.c) */
+	STAT_PREV_REFILLED, /* dispatch found nothing queued: the runnable
+			     * prev keeps its CPU with a new slice */
+	STAT_LAST_KEPT,	    /* a lone task due to move (misfit, partition)
+			     * found no idle CPU to go to: it stays */
+	STAT_WAIT_MAX_US,   /* longest runnable wait (wait.bpf.c); a maximum,
+			     * not a sum */
+	/* group balancer moves (group.bpf.c) */
+	STAT_GROUP_SWAPS,      /* task outside its partition took the CPU of
+				* one that belongs where it was (preempted) */
+	STAT_GROUP_TICK_MOVES, /* a tick ended the slice of a task outside its
+				* partition that had somewhere to go */
 	NR_MOSAIC_STATS,
 };
 

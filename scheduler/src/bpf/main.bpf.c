@@ -32,6 +32,7 @@ char _license[] SEC("license") = "GPL";
 #include "group.bpf.c"
 #include "steal.bpf.c"
 #include "wakeup.bpf.c"
+#include "wait.bpf.c"
 
 /* Test switch: whether @p is a task --debug-drop-comm asks us to lose. */
 static __always_inline bool debug_should_drop(const struct task_struct *p)
@@ -80,6 +81,39 @@ s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 	return cpu;
 }
 
+/*
+ * @p, on @cpu, was put back at its slice end (or preempted): move it if it is
+ * too big for @cpu or outside its group's partition - to an idle CPU where it
+ * belongs, or by swapping with a task that belongs here. True if it went.
+ */
+static __always_inline bool move_requeued(struct task_struct *p,
+					  struct task_ctx *tctx, s32 cpu,
+					  u64 enq_flags)
+{
+	return send_to_idle(p, misfit_target(p, tctx, cpu), enq_flags,
+			    STAT_MISFIT_MOVES) ||
+	       send_to_idle(p, group_target(p, tctx, cpu), enq_flags,
+			    STAT_GROUP_MOVES) ||
+	       group_swap(p, tctx, cpu, enq_flags);
+}
+
+/*
+ * A lone task at its slice end (SCX_ENQ_LAST: dispatch declined to keep it,
+ * see prev_should_move()): move it where it belongs, or - nowhere to go now -
+ * keep it here. The kernel leaves the follow-up to us: kick this CPU so that
+ * it runs the task from its local queue instead of idling.
+ */
+static __always_inline void enqueue_last(struct task_struct *p,
+					 struct task_ctx *tctx, s32 cpu,
+					 u64 enq_flags)
+{
+	if (tctx && move_requeued(p, tctx, cpu, enq_flags))
+		return;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_inc(STAT_LAST_KEPT);
+}
+
 void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
@@ -87,6 +121,10 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 
 	if (debug_should_drop(p)) {
 		stat_inc(STAT_DEBUG_DROPS);
+		return;
+	}
+	if (enq_flags & SCX_ENQ_LAST) {
+		enqueue_last(p, tctx, cpu, enq_flags);
 		return;
 	}
 	if (!tctx) {
@@ -105,27 +143,50 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	/*
-	 * Slice over on a CPU too small for it, or outside its group's
-	 * partition: go to an idle CPU where it belongs.
-	 */
-	if (!(enq_flags & SCX_ENQ_WAKEUP)) {
-		if (send_to_idle(p, misfit_target(p, tctx, cpu), enq_flags,
-				 STAT_MISFIT_MOVES) ||
-		    send_to_idle(p, group_target(p, tctx, cpu), enq_flags,
-				 STAT_GROUP_MOVES))
-			return;
-	}
+	/* slice over on a CPU too small for it, or outside its partition */
+	if (!(enq_flags & SCX_ENQ_WAKEUP) &&
+	    move_requeued(p, tctx, cpu, enq_flags))
+		return;
 
 	cpu = group_queue_cpu(p, tctx, cpu);
 	queue_task(p, cpu, enq_flags);
 	kick_for(p, cpu);
 }
 
+/*
+ * Whether @prev, runnable on @cpu with nothing of its LLC queued to replace
+ * it, should leave: too big for this CPU, or outside its group's partition.
+ */
+static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
+{
+	struct task_ctx *tctx = task_ctx_of(prev);
+
+	if (!tctx || task_is_pinned(prev))
+		return false;
+	if (asym_capacity && !cpu_fits_task(cpu, tctx->util))
+		return true;
+	return group_away_part(prev, tctx, cpu) >= 0;
+}
+
+/*
+ * @cpu's task stopped or its slice ended: take the oldest work of the LLC.
+ * With none, a runnable @prev keeps the CPU with a new slice - unless it
+ * should move; then the kernel, told by SCX_OPS_ENQ_LAST not to keep it on
+ * its own, hands it to enqueue_last(). Only a CPU that would otherwise idle
+ * steals from another LLC.
+ */
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
 	if (pull_older_sibling(cpu) || pull_own_queues(cpu) ||
-	    pull_sibling_shards(cpu) || steal_scan(cpu))
+	    pull_sibling_shards(cpu))
+		return;
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
+	    !prev_should_move(prev, cpu)) {
+		prev->scx.slice = slice_ns;
+		stat_inc(STAT_PREV_REFILLED);
+		return;
+	}
+	if (steal_scan(cpu))
 		return;
 	stat_inc(STAT_DISPATCH_EMPTY);
 }
@@ -138,12 +199,13 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 
 	if (!tctx)
 		return;
+	wait_end(tctx, now);
 	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu)
 		stat_inc(STAT_MIGRATIONS);
 	tctx->last_cpu = cpu;
 	util_running(tctx, now);
 	vtime_running(p, tctx, cpu, now);
-	group_running(p, tctx);
+	group_running(p, tctx, cpu);
 }
 
 void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
@@ -159,11 +221,14 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran);
 	group_account(tctx, cpu, ran);
+	if (runnable)
+		wait_begin(tctx, now);
 }
 
 /*
  * A task that keeps its CPU (nothing else to run) is not stopped and started
- * again: account its running time at every tick too.
+ * again: account its running time at every tick too. A task outside its
+ * group's partition that could go there leaves at the tick (group_tick()).
  */
 void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 {
@@ -178,14 +243,17 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran);
 	group_account(tctx, cpu, ran);
+	group_tick(p, tctx, cpu, now);
 }
 
 void BPF_STRUCT_OPS(mosaic_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 
-	if (tctx)
-		weight_runnable(p, tctx);
+	if (!tctx)
+		return;
+	wait_begin(tctx, scx_bpf_now());
+	weight_runnable(p, tctx);
 }
 
 void BPF_STRUCT_OPS(mosaic_quiescent, struct task_struct *p, u64 deq_flags)
@@ -256,5 +324,6 @@ SCX_OPS_DEFINE(mosaic_ops,
 	       .cgroup_set_weight = (void *)mosaic_cgroup_set_weight,
 	       .init		= (void *)mosaic_init,
 	       .exit		= (void *)mosaic_exit,
+	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "mosaic");
 /* clang-format on */

@@ -74,6 +74,8 @@ struct task_ctx {
 	u64 wcg;	   /* id of its cpu-controller cgroup, 0: root */
 	u64 wcg_queued;	   /* ... that counts it as runnable now, 0: none */
 	u32 queued_weight; /* the weight it counts with there */
+	u64 runnable_at;   /* when it last became runnable, 0: running */
+	u64 group_checked_at; /* last tick that checked its partition */
 };
 
 struct {

@@ -191,13 +191,8 @@ static __always_inline bool pull_older_sibling(s32 cpu)
 	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i, s;
 	u64 oldest, vtime, dsq = 0;
 
-	/*
-	 * Not under the group balancer: with it, these pulls cut the groups'
-	 * exclusivity (0.57 instead of >= 0.9 in tests/test_group.py) for a
-	 * reason not yet understood; until it is, partitions come first.
-	 */
 	/* a task pinned here waits on the CPU's own queue: serve it first */
-	if (no_shared_runq || group_balancer || n <= 1 ||
+	if (no_shared_runq || n <= 1 ||
 	    scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)) ||
 	    !dsq_head_vtime(shard_dsq_id(shard_of(cpu)), &oldest))
 		return false;

@@ -24,8 +24,8 @@
 
 /* Per-CPU steal state. */
 struct steal_ctx {
-	u32 foreign_waits; /* scans in a row that left only other groups' tasks
-			    */
+	u64 foreign_since; /* since when its scans left only other groups'
+			    * tasks; 0: the last one found a task of its own */
 };
 
 struct {
@@ -38,9 +38,10 @@ struct {
 /*
  * Take a task from @dsq, another LLC's shard. With the group balancer on,
  * prefer tasks of groups settled on @cpu's partition or of no group; another
- * group's task is taken only after STEAL_FOREIGN_AFTER scans in a row found
- * nothing else (as the kernel migrates a cache-hot task only after repeated
- * balance failures): its group is bound softly, not exclusively.
+ * group's task is taken only after the CPU's scans found nothing else for a
+ * whole slice (as the kernel migrates a cache-hot task only after repeated
+ * balance failures), so at most one per slice: its group is bound softly,
+ * not exclusively.
  */
 static __always_inline bool steal_from(s32 cpu, u64 dsq, enum mosaic_stat stat)
 {
@@ -50,13 +51,16 @@ static __always_inline bool steal_from(s32 cpu, u64 dsq, enum mosaic_stat stat)
 	s32 mine = part_of(cpu), part;
 	u32 key = 0, seen = 0;
 	bool foreign_ok;
+	u64 now;
 
 	if (!group_balancer)
 		return pull_from(dsq, stat);
 	sctx = bpf_map_lookup_elem(&steal_ctxs, &key);
 	if (!sctx)
 		return false;
-	foreign_ok = sctx->foreign_waits >= STEAL_FOREIGN_AFTER;
+	now = scx_bpf_now();
+	foreign_ok = sctx->foreign_since &&
+		     !time_before(now, sctx->foreign_since + slice_ns);
 	bpf_for_each (scx_dsq, p, dsq, 0) {
 		if (++seen > STEAL_LOOK_AHEAD)
 			break;
@@ -65,12 +69,13 @@ static __always_inline bool steal_from(s32 cpu, u64 dsq, enum mosaic_stat stat)
 		if (part >= 0 && part != mine && !foreign_ok)
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-			sctx->foreign_waits = 0;
+			sctx->foreign_since = 0;
 			stat_inc(stat);
 			return true;
 		}
 	}
-	sctx->foreign_waits++;
+	if (!sctx->foreign_since)
+		sctx->foreign_since = now;
 	return false;
 }
 

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * wait.bpf.c - how long runnable tasks wait for a CPU: a bound users see.
+ *
+ * WHAT
+ * Every wait of a runnable task - from the moment it became runnable (woken,
+ * or put back after its slice or a preemption) to the moment it runs again -
+ * lands in a per-CPU log2 histogram of microseconds (`wait_hist`) and in the
+ * per-CPU maximum STAT_WAIT_MAX_US. Userspace sums the histograms into
+ * p50/p99/p99.9, per stats interval and for the whole run.
+ *
+ * HOW
+ * ops.runnable and ops.stopping (task still runnable) stamp the task;
+ * ops.running measures and clears the stamp, on the CPU that runs it. A task
+ * that keeps its CPU at its slice end (prev_refilled) never stopped and did
+ * not wait. Constant work per event: log2_u64() (scx's common.bpf.h, a
+ * fixed shift cascade) for the bucket, two per-CPU slots.
+ *
+ * WHY
+ * The kernel ejects a scheduler whose task waits past its watchdog timeout
+ * (30 s by default, SCX_TIMEOUT_MS); this shows how close a run came long
+ * before it does, and lets tests bound the wait instead of "no ejection".
+ */
+
+/* Per-CPU count of runnable waits, by log2 of the wait in microseconds. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(u64));
+	__uint(max_entries, NR_WAIT_BUCKETS);
+} wait_hist SEC(".maps");
+
+/* The task of @tctx became runnable at @now. */
+static __always_inline void wait_begin(struct task_ctx *tctx, u64 now)
+{
+	tctx->runnable_at = now;
+}
+
+/* The task of @tctx starts running at @now: record how long it waited. */
+static __always_inline void wait_end(struct task_ctx *tctx, u64 now)
+{
+	u64 since = tctx->runnable_at, us, *slot;
+	u32 bucket, idx = STAT_WAIT_MAX_US;
+
+	if (!since)
+		return;
+	tctx->runnable_at = 0;
+	us = time_before(since, now) ? (now - since) / 1000 : 0;
+	/* log2_u64() counts bits: 1 for 1, 2 for 2-3, ... */
+	bucket = us > 1 ? log2_u64(us) - 1 : 0;
+	if (bucket >= NR_WAIT_BUCKETS)
+		bucket = NR_WAIT_BUCKETS - 1;
+	slot = bpf_map_lookup_elem(&wait_hist, &bucket);
+	if (slot)
+		(*slot)++;
+	slot = bpf_map_lookup_elem(&stats, &idx);
+	if (slot && us > *slot)
+		*slot = us;
+}
