@@ -86,3 +86,32 @@ report state "$(cat $SCX/state)"
     assert "is empty" in g["msg_5"]
     assert "need --gb-parent" in g["msg_6"]
     assert g["state"] == "disabled"
+
+
+def test_steals_under_the_balancer_respect_affinity():
+    # six hogs allowed on CPUs 4-5 only wait on LLC 1's shard while CPUs 0-3 idle and
+    # steal; the balancer's steal walks that shard itself (to prefer its own groups'
+    # tasks) and must skip the hogs, or the kernel ejects the scheduler ("target CPU not
+    # allowed"), as it did before this test
+    g = boot("2llc-smt", r"""
+. /mosaic/guest/lib.sh
+mkdir -p /sys/fs/cgroup/gb
+start_mosaic --gb-parent gb --stats 0 --stats-file /tmp/s.json || exit 1
+pids=""
+for i in 1 2 3 4 5 6; do taskset -c 4-5 sh -c 'while :; do :; done' & pids="$pids $!"; done
+where=""
+for i in 1 2 3 4 5 6 7 8; do
+    sleep 0.5
+    for p in $pids; do where="$where $(cut -d' ' -f39 /proc/$p/stat)"; done
+done
+report cpus "$where"
+kill $pids
+stop_mosaic
+report_json s /tmp/s.json
+""", timeout=300)
+    assert g.rc == 0, g.out
+    s = g.json["s"]
+    assert_not_ejected(g, s)
+    assert s["steal_scans"] > 0, s
+    cpus = {int(c) for c in g["cpus"].split()}
+    assert cpus <= {4, 5}, f"hogs allowed on 4-5 ran on {sorted(cpus)}"

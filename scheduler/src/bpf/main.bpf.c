@@ -52,12 +52,19 @@ static __always_inline bool debug_should_drop(const struct task_struct *p)
 	return true;
 }
 
-/* Insert @p into the local DSQ of @target, an idle CPU claimed for it. */
+/*
+ * Insert @p into the local DSQ of @target, an idle CPU claimed for it (if
+ * @p's affinity changed since the search, release the CPU instead).
+ */
 static __always_inline bool send_to_idle(struct task_struct *p, s32 target,
 					 u64 enq_flags, enum mosaic_stat stat)
 {
 	if (target < 0)
 		return false;
+	if (!bpf_cpumask_test_cpu(target, p->cpus_ptr)) {
+		kick_claimed(target);
+		return false;
+	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | target, slice_ns, enq_flags);
 	kick_claimed(target);
 	stat_inc(stat);
@@ -101,7 +108,9 @@ static __always_inline bool move_requeued(struct task_struct *p,
  * A lone task at its slice end (SCX_ENQ_LAST: dispatch declined to keep it,
  * see prev_should_move()): move it where it belongs, or - nowhere to go now -
  * keep it here. The kernel leaves the follow-up to us: kick this CPU so that
- * it runs the task from its local queue instead of idling.
+ * it runs the task from its local queue instead of idling. A task whose
+ * affinity no longer includes this CPU (changed while it ran) is queued as
+ * any other: the kernel refuses it this CPU's local queue.
  */
 static __always_inline void enqueue_last(struct task_struct *p,
 					 struct task_ctx *tctx, s32 cpu,
@@ -109,6 +118,11 @@ static __always_inline void enqueue_last(struct task_struct *p,
 {
 	if (tctx && move_requeued(p, tctx, cpu, enq_flags))
 		return;
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+		queue_task(p, cpu, enq_flags);
+		kick_for(p, cpu);
+		return;
+	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	stat_inc(STAT_LAST_KEPT);
@@ -161,6 +175,9 @@ static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
 {
 	struct task_ctx *tctx = task_ctx_of(prev);
 
+	/* its affinity changed while it ran: let the kernel move it */
+	if (!bpf_cpumask_test_cpu(cpu, prev->cpus_ptr))
+		return true;
 	if (!tctx || task_is_pinned(prev))
 		return false;
 	if (asym_capacity && !cpu_fits_task(cpu, tctx->util))

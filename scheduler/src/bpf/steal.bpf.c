@@ -64,6 +64,10 @@ static __always_inline bool steal_from(s32 cpu, u64 dsq, enum mosaic_stat stat)
 	bpf_for_each (scx_dsq, p, dsq, 0) {
 		if (++seen > STEAL_LOOK_AHEAD)
 			break;
+		/* the kernel ejects a scheduler that moves a task where it
+		 * may not run (move_to_local skips such tasks by itself) */
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
 		tctx = task_ctx_of(p);
 		part = tctx ? group_part(tctx) : -1;
 		if (part >= 0 && part != mine && !foreign_ok)
