@@ -1,0 +1,152 @@
+//! The command line: scx_mosaic's options, shared with the simulator
+//! (mosaic-sim parses its --sched-arg flags with this same struct).
+
+use clap::Parser;
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "Examples:
+  scx_mosaic                        run with defaults, stats every second
+  scx_mosaic --shard-size 2         smaller shards (less lock contention)
+  scx_mosaic --no-shared-runq       seed 000's NO_SHARED_RUNQ baseline
+  scx_mosaic --stats 0 --stats-file /tmp/mosaic.json
+                                    quiet; final counters as JSON on exit
+  scx_mosaic --config ./mosaic.toml --stats 5
+                                    options from a TOML file (shard-size = 2,
+                                    no-shared-runq = true, ...); flags win
+  scx_mosaic --gb-parent workloads --gb-partitions \"0-3;4-7\"
+                                    group balancer: settle each cgroup below
+                                    /sys/fs/cgroup/workloads into a partition
+  scx_mosaic --cpu-capacity 0-3:1024,4-7:446
+                                    declare big (0-3) and little (4-7) CPUs
+                                    where firmware reports no capacities
+
+Without --config, /etc/scx_mosaic/config.toml is read if it exists (`make
+install` puts an example there and a systemd unit, scx_mosaic.service).";
+
+/// Mosaic: a sched_ext CPU scheduler with a sharded per-LLC shared runqueue.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "scx_mosaic", version, after_help = EXAMPLES)]
+pub struct Opts {
+    /// CPUs per shard of each LLC's shared runqueue (SMT cores are never
+    /// split). Default: the CPUs sharing an L2, clamped to 2..=8.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=512))]
+    pub shard_size: Option<u32>,
+
+    /// Queue every task on its CPU's own queue; idle CPUs pull from no other
+    /// (seed 000's NO_SHARED_RUNQ baseline).
+    #[arg(long)]
+    pub no_shared_runq: bool,
+
+    /// Disable seed 001's L2 scoping: the whole LLC is the first idle-search
+    /// domain and the domain a waker inserts into directly.
+    #[arg(long)]
+    pub no_l2_locality: bool,
+
+    /// Disable seed 002's prev-first check on asymmetric machines: wakeups
+    /// go straight to the capacity search, starting at the waker's CPU.
+    #[arg(long)]
+    pub no_prev_first: bool,
+
+    /// Disable seed 003's overload gate: a CPU going idle always scans other
+    /// LLCs for work to steal, even when nothing waits anywhere.
+    #[arg(long)]
+    pub no_overload_gate: bool,
+
+    /// Ignore cgroup cpu.weight: charge every task by its nice weight alone,
+    /// so a cgroup gets CPU time in proportion to its number of tasks.
+    #[arg(long)]
+    pub no_cgroup_weights: bool,
+
+    /// Period of the scan that clears the overload flag, in microseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
+    pub overload_scan_us: u64,
+
+    /// Group balancer (seed 004): balance the cgroups below this cgroup v2
+    /// directory (absolute, or relative to /sys/fs/cgroup) into CPU partitions.
+    #[arg(long, value_name = "CGROUP")]
+    pub gb_parent: Option<String>,
+
+    /// Group balancer partitions: llc (default), l2, node, or CPU lists
+    /// "0-3;4-7".
+    #[arg(long, value_name = "SPEC")]
+    pub gb_partitions: Option<String>,
+
+    /// Group balancer period in milliseconds.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub gb_period_ms: u64,
+
+    /// With --gb-parent: account the cgroups (exclusivity stats) but never
+    /// settle or bind them (the A/B baseline).
+    #[arg(long)]
+    pub no_group_balancer: bool,
+
+    /// Declare CPU capacities (1..=1024), e.g. "0-3:1024,4-7:446", on
+    /// machines and VMs that report none; CPUs not named keep theirs.
+    #[arg(long, value_name = "LIST")]
+    pub cpu_capacity: Option<String>,
+
+    /// Time slice in microseconds.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub slice_us: u64,
+
+    /// Print live stats every this many seconds (0: never).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
+    pub stats: f64,
+
+    /// Load nothing: print the stats of the scx_mosaic already running
+    /// (read from its scx_stats socket) every this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_period)]
+    pub monitor: Option<f64>,
+
+    /// Describe every stats field (--stats-file, scx_stats, --monitor) and exit.
+    #[arg(long)]
+    pub help_stats: bool,
+
+    /// On exit, write the final counters as one JSON object to this file.
+    #[arg(long, value_name = "PATH")]
+    pub stats_file: Option<PathBuf>,
+
+    /// Watchdog timeout in milliseconds: the kernel ejects the scheduler if
+    /// a runnable task waits this long (0: the kernel's default).
+    #[arg(long, default_value_t = 0)]
+    pub timeout_ms: u32,
+
+    /// Have the kernel time every BPF program (kernel.bpf_stats_enabled) while
+    /// running; the cost per call goes into the exit line and --stats-file.
+    #[arg(long)]
+    pub bpf_stats: bool,
+
+    /// Test switch: lose every task with this command name, so that the
+    /// kernel's watchdog ejects the scheduler.
+    #[arg(long, hide = true, value_name = "COMM")]
+    pub debug_drop_comm: Option<String>,
+}
+
+/// A non-negative number of seconds.
+fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds")),
+    }
+}
+
+/// A positive number of seconds.
+fn parse_period(s: &str) -> Result<f64, String> {
+    match parse_interval(s)? {
+        0.0 => Err(format!("{s:?} is not a positive number of seconds")),
+        v => Ok(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_must_be_non_negative_numbers() {
+        assert_eq!(parse_interval("0.5"), Ok(0.5));
+        assert!(parse_interval("-1").is_err());
+        assert!(parse_interval("soon").is_err());
+        assert!(parse_interval("NaN").is_err());
+    }
+}
