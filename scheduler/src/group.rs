@@ -7,14 +7,13 @@
 //! `policy`, shared with the simulator; this file is its I/O: the options,
 //! the cgroup scan, the BPF map reads and writes, and the reports.
 
-mod policy;
+pub mod policy;
 
 use crate::bpf_intf;
 use crate::bpf_skel::BpfSkel;
 use crate::topology::Topology;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
-use policy::parse_partitions;
 use policy::Policy;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,25 +40,20 @@ pub struct GroupConfig {
 }
 
 impl GroupConfig {
-    /// Validates the options against the machine; nothing is loaded yet.
+    /// Checks the cgroup @parent; @partitions come parsed and checked
+    /// (tunables::LoadPlan). Nothing is loaded yet.
     pub fn new(
         parent: &str,
-        partitions: &str,
+        partitions: Vec<Vec<usize>>,
         period_ms: u64,
         enabled: bool,
-        topo: &Topology,
     ) -> Result<Self> {
         Ok(GroupConfig {
             parent: cgroup_dir(parent)?,
-            partitions: parse_partitions(partitions, topo)?,
+            partitions,
             period: Duration::from_millis(period_ms),
             enabled,
         })
-    }
-
-    /// Partition of each CPU id below @nr_cpu_ids, -1 for none.
-    pub fn cpu_parts(&self, nr_cpu_ids: usize) -> Vec<i32> {
-        policy::cpu_parts(&self.partitions, nr_cpu_ids)
     }
 }
 
@@ -258,6 +252,7 @@ mod tests {
     //! proptest is the scheduler's dev-dependency only.
     use super::*;
     use crate::cpulist;
+    use policy::parse_partitions;
     use policy::tests::topo;
     use proptest::prelude::*;
 

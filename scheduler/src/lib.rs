@@ -11,5 +11,6 @@ pub mod opts;
 pub mod stats;
 pub mod stats_server;
 pub mod topology;
+pub mod tunables;
 
 pub use opts::Opts;

@@ -5,8 +5,9 @@ use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
 use scx_mosaic::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use scx_mosaic::stats::{self, BpfMetrics, Counters, ExitMetrics, Flag, Metrics};
-use scx_mosaic::topology::{ShardLayout, Topology};
-use scx_mosaic::{bpf_intf, config, cpulist, group, stats_server, Opts};
+use scx_mosaic::topology::Topology;
+use scx_mosaic::tunables::{CopyToGlobal, LoadPlan, Tunables};
+use scx_mosaic::{bpf_skel, config, cpulist, group, stats_server, Opts};
 use scx_utils::scx_ops_attach;
 use serde_json::Value;
 use std::mem::MaybeUninit;
@@ -73,6 +74,17 @@ fn c_str(buf: &[i8]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// Copies @t into the skeleton's .rodata, each field into its global.
+fn write_rodata(ro: &mut bpf_skel::types::rodata, t: &Tunables) {
+    macro_rules! copy_each {
+        ($($field:ident),*) => {{
+            let Tunables { $($field),* } = t;
+            $($field.copy_to_global(&mut ro.$field);)*
+        }};
+    }
+    scx_mosaic::with_tunable_fields!(copy_each);
+}
+
 /// One load of the BPF scheduler, from attach to exit.
 struct Scheduler<'a> {
     skel: BpfSkel<'a>,
@@ -81,14 +93,8 @@ struct Scheduler<'a> {
 }
 
 impl<'a> Scheduler<'a> {
-    /// Opens the skeleton, writes the tunables and topology, loads, attaches.
-    fn init(
-        opts: &Opts,
-        topo: &Topology,
-        layout: &ShardLayout,
-        gb: Option<&group::GroupConfig>,
-        object: &'a mut MaybeUninit<OpenObject>,
-    ) -> Result<Self> {
+    /// Opens the skeleton, writes @plan's tunables, loads, attaches.
+    fn init(opts: &Opts, plan: &LoadPlan, object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let builder = BpfSkelBuilder::default();
         let mut open = scx_utils::scx_ops_open!(
             builder,
@@ -105,66 +111,14 @@ impl<'a> Scheduler<'a> {
         {
             open.struct_ops.mosaic_ops_mut().flags |= flag;
         }
-
-        let ro = open.maps.rodata_data.as_mut().unwrap();
-        ro.nr_cpu_ids = topo.nr_cpu_ids as u32;
-        ro.nr_llcs = topo.llcs.len() as u32;
-        ro.nr_shards = layout.shards.len() as u32;
-        ro.slice_ns = opts.slice_us * 1000;
-        ro.no_shared_runq = opts.no_shared_runq;
-        ro.smt_enabled = topo.smt();
-        ro.asym_capacity = topo.asymmetric();
-        ro.no_l2_locality = opts.no_l2_locality;
-        ro.no_prev_first = opts.no_prev_first;
-        ro.no_overload_gate = opts.no_overload_gate;
-        ro.cgroup_weights = !opts.no_cgroup_weights;
-        ro.overload_scan_ns = opts.overload_scan_us * 1000;
-        for (llc, cpus) in topo.llcs.iter().enumerate() {
-            ro.llc_node[llc] = topo.cpu(cpus[0]).map_or(0, |c| c.node as u32);
-        }
-        if let Some(gb) = gb {
-            ro.group_accounting = true;
-            ro.group_balancer = gb.enabled;
-            ro.nr_parts = gb.partitions.len() as u32;
-            for (cpu, part) in gb.cpu_parts(topo.nr_cpu_ids).into_iter().enumerate() {
-                ro.cpu_part[cpu] = part;
-            }
-        }
-        ro.nr_l2s = topo.l2s.len() as u32;
-        for cpu in &topo.cpus {
-            ro.cpu_llc[cpu.id] = cpu.llc as u32;
-            ro.cpu_l2[cpu.id] = cpu.l2 as u32;
-            ro.cpu_capacity[cpu.id] = cpu.capacity;
-        }
-        for (shard, cpus) in layout.shards.iter().enumerate() {
-            for &cpu in cpus {
-                ro.cpu_shard[cpu] = shard as u32;
-            }
-        }
-        for (llc, (&first, &n)) in layout
-            .llc_first_shard
-            .iter()
-            .zip(&layout.llc_nr_shards)
-            .enumerate()
-        {
-            ro.llc_first_shard[llc] = first as u32;
-            ro.llc_nr_shards[llc] = n as u32;
-            for shard in first..first + n {
-                ro.shard_llc[shard] = llc as u32;
-            }
-        }
-        if let Some(comm) = &opts.debug_drop_comm {
-            for (dst, src) in ro.debug_drop_comm.iter_mut().zip(comm.bytes().take(15)) {
-                *dst = src as _;
-            }
-        }
+        write_rodata(open.maps.rodata_data.as_mut().unwrap(), &plan.tunables);
 
         let mut skel = scx_utils::scx_ops_load!(open, mosaic_ops, uei)?;
         let link = scx_ops_attach!(skel, mosaic_ops)?;
         Ok(Scheduler {
             skel,
             link: Some(link),
-            nr_shards: layout.shards.len(),
+            nr_shards: plan.layout.shards.len(),
         })
     }
 
@@ -257,8 +211,7 @@ struct Totals<'a> {
     restarts: u32,
     counters: Counters,
     costs: stats::ProgCosts,
-    topo: Topology,
-    layout: ShardLayout,
+    plan: LoadPlan,
 }
 
 impl Totals<'_> {
@@ -274,7 +227,7 @@ impl Totals<'_> {
             counters.add(c);
             stats::add_costs(&mut costs, p);
         }
-        let mut m = Metrics::new(&counters, &self.topo, &self.layout)?;
+        let mut m = Metrics::new(&counters, &self.plan.topo, &self.plan.layout)?;
         m.runtime_s = self.started.elapsed().as_secs_f64();
         m.restarts = self.restarts.into();
         m.no_shared_runq = Flag(self.opts.no_shared_runq);
@@ -362,12 +315,8 @@ fn parse_opts() -> Opts {
 }
 
 /// Prints what the scheduler is about to run on.
-fn print_banner(
-    opts: &Opts,
-    topo: &Topology,
-    layout: &ShardLayout,
-    gb: Option<&group::GroupConfig>,
-) {
+fn print_banner(opts: &Opts, plan: &LoadPlan) {
+    let (topo, layout) = (&plan.topo, &plan.layout);
     let lists = |sets: &[Vec<usize>]| {
         let v: Vec<String> = sets.iter().map(|s| cpulist::format(s)).collect();
         format!("[{}]", v.join("] ["))
@@ -385,71 +334,31 @@ fn print_banner(
         } else {
             format!("shards {}", lists(&layout.shards))
         },
-        gb.map(|g| format!("; partitions {}", lists(&g.partitions)))
+        plan.partitions
+            .as_ref()
+            .map(|p| format!("; partitions {}", lists(p)))
             .unwrap_or_default()
     );
 }
 
-/// The group balancer's configuration, validated, if --gb-parent is given.
-fn group_config(opts: &Opts, topo: &Topology) -> Result<Option<group::GroupConfig>> {
-    match &opts.gb_parent {
-        Some(parent) => Ok(Some(group::GroupConfig::new(
+/// The group balancer's configuration, its cgroup checked, if --gb-parent
+/// is given (@plan has checked the rest).
+fn group_config(opts: &Opts, plan: &LoadPlan) -> Result<Option<group::GroupConfig>> {
+    match (&opts.gb_parent, &plan.partitions) {
+        (Some(parent), Some(partitions)) => Ok(Some(group::GroupConfig::new(
             parent,
-            opts.gb_partitions.as_deref().unwrap_or("llc"),
+            partitions.clone(),
             opts.gb_period_ms,
             !opts.no_group_balancer,
-            topo,
         )?)),
-        None if opts.no_group_balancer || opts.gb_partitions.is_some() => {
-            bail!("--gb-partitions and --no-group-balancer need --gb-parent")
-        }
-        None => Ok(None),
+        _ => Ok(None),
     }
 }
 
-/// Reads the topology and lays out the shards, within the BPF limits.
-fn read_topology(opts: &Opts) -> Result<(Topology, ShardLayout)> {
-    let mut topo = Topology::from_sysfs().context("reading the CPU topology")?;
-    if let Some(spec) = &opts.cpu_capacity {
-        topo.set_capacities(spec)?;
-    }
-    if topo.nr_cpu_ids > bpf_intf::mosaic_limits_MAX_CPUS as usize {
-        bail!(
-            "{} CPUs: more than the {} supported",
-            topo.nr_cpu_ids,
-            bpf_intf::mosaic_limits_MAX_CPUS
-        );
-    }
-    if topo.l2s.len() > bpf_intf::mosaic_limits_MAX_L2S as usize {
-        bail!(
-            "{} L2 groups: more than the {} supported",
-            topo.l2s.len(),
-            bpf_intf::mosaic_limits_MAX_L2S
-        );
-    }
-    if topo.llcs.len() > bpf_intf::mosaic_limits_MAX_LLCS as usize {
-        bail!(
-            "{} LLCs: more than the {} supported",
-            topo.llcs.len(),
-            bpf_intf::mosaic_limits_MAX_LLCS
-        );
-    }
-    let shard_size = match opts.shard_size {
-        Some(n) => n as usize,
-        None => topo.default_shard_size(),
-    };
-    let layout = topo.shard_layout(
-        shard_size,
-        bpf_intf::mosaic_limits_MAX_SHARDS_PER_LLC as usize,
-    );
-    if layout.shards.len() > bpf_intf::mosaic_limits_MAX_SHARDS as usize {
-        bail!(
-            "{} shards: more than the {} supported; raise --shard-size",
-            layout.shards.len(),
-            bpf_intf::mosaic_limits_MAX_SHARDS
-        );
-    }
-    Ok((topo, layout))
+/// Reads the topology and derives the load's settings from it (tunables.rs).
+fn load_plan(opts: &Opts) -> Result<LoadPlan> {
+    let topo = Topology::from_sysfs().context("reading the CPU topology")?;
+    LoadPlan::new(opts, topo)
 }
 
 fn run(opts: &Opts) -> Result<i32> {
@@ -467,24 +376,22 @@ fn run(opts: &Opts) -> Result<i32> {
     let server = stats_server::Server::launch(Path::new(stats_server::SOCKET))
         .map_err(|e| eprintln!("scx_mosaic: no stats for --monitor: {e:#}"))
         .ok();
-    let (topo, layout) = read_topology(opts)?;
     let mut totals = Totals {
         opts,
         started: Instant::now(),
         restarts: 0,
         counters: Counters::default(),
         costs: Vec::new(),
-        topo,
-        layout,
+        plan: load_plan(opts)?,
     };
     let (exit, balancer) = loop {
-        let (topo, layout) = (&totals.topo, &totals.layout);
-        let gb = group_config(opts, topo)?;
-        print_banner(opts, topo, layout, gb.as_ref());
-        let mut balancer = gb.clone().map(|cfg| group::Balancer::new(cfg, topo));
+        let plan = &totals.plan;
+        let gb = group_config(opts, plan)?;
+        print_banner(opts, plan);
+        let mut balancer = gb.map(|cfg| group::Balancer::new(cfg, &plan.topo));
         let mut object = MaybeUninit::uninit();
-        let mut sched = Scheduler::init(opts, topo, layout, gb.as_ref(), &mut object)
-            .context("loading the BPF scheduler")?;
+        let mut sched =
+            Scheduler::init(opts, plan, &mut object).context("loading the BPF scheduler")?;
         println!("scx_mosaic: attached; Ctrl-C to detach");
         let (exit, counters, costs) =
             sched.run(opts, &shutdown, &totals, server.as_ref(), balancer.as_mut())?;
@@ -500,7 +407,7 @@ fn run(opts: &Opts) -> Result<i32> {
             totals.restarts += 1;
             eprintln!("scx_mosaic: restarting: {} ({})", exit.reason, exit.msg);
             // after hotplug the CPU set differs
-            (totals.topo, totals.layout) = read_topology(opts)?;
+            totals.plan = load_plan(opts)?;
             continue;
         }
         break (exit, balancer);

@@ -1,0 +1,455 @@
+//! The options and the machine turned into the BPF scheduler's settings, once
+//! per load and without I/O: `Tunables` holds every value the loader writes
+//! into the BPF program's `const volatile` globals (.rodata) before load.
+//!
+//! One path for both loaders: scx_mosaic (main.rs) copies a `Tunables` into
+//! its skeleton's .rodata field by field; mosaic-sim (sim/src/sched.rs)
+//! parses its --sched-arg flags with the same `Opts`, builds the same
+//! `LoadPlan` and writes `Tunables::by_name` into the natively compiled
+//! scheduler's globals. A new setting is a field here, set in
+//! `Tunables::new` and named in `with_tunable_fields!` (nothing builds
+//! until it is); both loaders then write it by that name.
+
+use crate::bpf_intf;
+use crate::group::policy;
+use crate::topology::{ShardLayout, Topology};
+use crate::Opts;
+use anyhow::{bail, Result};
+
+/// Bytes of the BPF scheduler's debug_drop_comm (the kernel's TASK_COMM_LEN).
+pub const COMM_LEN: usize = bpf_intf::mosaic_limits_MAX_COMM as usize;
+
+/// The values of the BPF scheduler's `const volatile` globals, each field
+/// named and typed as its global (bpf/mosaic.bpf.h). Arrays hold the
+/// elements from index 0; the elements after them keep their zero.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tunables {
+    /// CPU ids are below this.
+    pub nr_cpu_ids: u32,
+    /// LLCs, numbered from 0.
+    pub nr_llcs: u32,
+    /// Shards over all LLCs.
+    pub nr_shards: u32,
+    /// L2 groups, numbered from 0.
+    pub nr_l2s: u32,
+    /// The time slice of each task (--slice-us).
+    pub slice_ns: u64,
+    /// Period of the scan that clears the overload flag (--overload-scan-us).
+    pub overload_scan_ns: u64,
+    /// Some core runs several hardware threads.
+    pub smt_enabled: bool,
+    /// CPUs differ in capacity.
+    pub asym_capacity: bool,
+    /// --no-shared-runq: per-CPU queues only.
+    pub no_shared_runq: bool,
+    /// --no-l2-locality.
+    pub no_l2_locality: bool,
+    /// --no-prev-first.
+    pub no_prev_first: bool,
+    /// --no-overload-gate.
+    pub no_overload_gate: bool,
+    /// Honour cgroup cpu.weight (off with --no-cgroup-weights).
+    pub cgroup_weights: bool,
+    /// --gb-parent given: account cgroups per partition.
+    pub group_accounting: bool,
+    /// ... and bind them to partitions (off with --no-group-balancer).
+    pub group_balancer: bool,
+    /// Partitions of the group balancer (0 without --gb-parent).
+    pub nr_parts: u32,
+    /// --debug-drop-comm, NUL-terminated (all zero without it).
+    pub debug_drop_comm: [u8; COMM_LEN],
+    /// LLC index of each CPU id (0 for ids that are not online).
+    pub cpu_llc: Vec<u32>,
+    /// L2 group index of each CPU id (0 for ids that are not online).
+    pub cpu_l2: Vec<u32>,
+    /// Partition of each CPU id, -1 for none; empty without --gb-parent.
+    pub cpu_part: Vec<i32>,
+    /// Capacity of each CPU id, 1024 = biggest (0 for ids not online).
+    pub cpu_capacity: Vec<u32>,
+    /// NUMA node of each LLC.
+    pub llc_node: Vec<u32>,
+    /// Global shard index of each CPU id (0 for ids that are not online).
+    pub cpu_shard: Vec<u32>,
+    /// LLC of each shard.
+    pub shard_llc: Vec<u32>,
+    /// First global shard of each LLC.
+    pub llc_first_shard: Vec<u32>,
+    /// Number of shards of each LLC.
+    pub llc_nr_shards: Vec<u32>,
+}
+
+/// Everything one load of the BPF scheduler is set up with, derived from
+/// the options and the machine.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// The machine as the scheduler sees it: --cpu-capacity applied.
+    pub topo: Topology,
+    /// How the shared runqueue splits each LLC.
+    pub layout: ShardLayout,
+    /// CPUs of each group balancer partition, with --gb-parent.
+    pub partitions: Option<Vec<Vec<usize>>>,
+    /// What is written into the BPF globals.
+    pub tunables: Tunables,
+}
+
+impl LoadPlan {
+    /// Applies the options to @topo, checks the machine against the BPF
+    /// limits and derives the shards, the partitions and the tunables.
+    pub fn new(opts: &Opts, mut topo: Topology) -> Result<Self> {
+        if let Some(spec) = &opts.cpu_capacity {
+            topo.set_capacities(spec)?;
+        }
+        check_limits(&topo)?;
+        let shard_size = match opts.shard_size {
+            Some(n) => n as usize,
+            None => topo.default_shard_size(),
+        };
+        let layout = topo.shard_layout(
+            shard_size,
+            bpf_intf::mosaic_limits_MAX_SHARDS_PER_LLC as usize,
+        );
+        if layout.shards.len() > bpf_intf::mosaic_limits_MAX_SHARDS as usize {
+            bail!(
+                "{} shards: more than the {} supported; raise --shard-size",
+                layout.shards.len(),
+                bpf_intf::mosaic_limits_MAX_SHARDS
+            );
+        }
+        let partitions = match &opts.gb_parent {
+            Some(_) => Some(policy::parse_partitions(
+                opts.gb_partitions.as_deref().unwrap_or("llc"),
+                &topo,
+            )?),
+            None if opts.no_group_balancer || opts.gb_partitions.is_some() => {
+                bail!("--gb-partitions and --no-group-balancer need --gb-parent")
+            }
+            None => None,
+        };
+        let tunables = Tunables::new(opts, &topo, &layout, partitions.as_deref());
+        Ok(LoadPlan {
+            topo,
+            layout,
+            partitions,
+            tunables,
+        })
+    }
+}
+
+/// Refuses machines with more CPUs, L2 groups or LLCs than the BPF side holds.
+fn check_limits(topo: &Topology) -> Result<()> {
+    for (what, n, max) in [
+        ("CPUs", topo.nr_cpu_ids, bpf_intf::mosaic_limits_MAX_CPUS),
+        ("L2 groups", topo.l2s.len(), bpf_intf::mosaic_limits_MAX_L2S),
+        ("LLCs", topo.llcs.len(), bpf_intf::mosaic_limits_MAX_LLCS),
+    ] {
+        if n > max as usize {
+            bail!("{n} {what}: more than the {max} supported");
+        }
+    }
+    Ok(())
+}
+
+impl Tunables {
+    /// The tunables for @opts on @topo split as @layout, with the group
+    /// balancer's @partitions if --gb-parent is given.
+    pub fn new(
+        opts: &Opts,
+        topo: &Topology,
+        layout: &ShardLayout,
+        partitions: Option<&[Vec<usize>]>,
+    ) -> Self {
+        let per_cpu = |value: &dyn Fn(&crate::topology::Cpu) -> u32| {
+            let mut v = vec![0; topo.nr_cpu_ids];
+            for cpu in &topo.cpus {
+                v[cpu.id] = value(cpu);
+            }
+            v
+        };
+        let mut cpu_shard = vec![0; topo.nr_cpu_ids];
+        for (shard, cpus) in layout.shards.iter().enumerate() {
+            for &cpu in cpus {
+                cpu_shard[cpu] = shard as u32;
+            }
+        }
+        let mut shard_llc = vec![0; layout.shards.len()];
+        for (llc, (&first, &n)) in layout
+            .llc_first_shard
+            .iter()
+            .zip(&layout.llc_nr_shards)
+            .enumerate()
+        {
+            for shard in &mut shard_llc[first..first + n] {
+                *shard = llc as u32;
+            }
+        }
+        let mut debug_drop_comm = [0; COMM_LEN];
+        if let Some(comm) = &opts.debug_drop_comm {
+            // the last byte stays the terminating NUL
+            for (dst, src) in debug_drop_comm
+                .iter_mut()
+                .zip(comm.bytes().take(COMM_LEN - 1))
+            {
+                *dst = src;
+            }
+        }
+        Tunables {
+            nr_cpu_ids: topo.nr_cpu_ids as u32,
+            nr_llcs: topo.llcs.len() as u32,
+            nr_shards: layout.shards.len() as u32,
+            nr_l2s: topo.l2s.len() as u32,
+            slice_ns: opts.slice_us * 1000,
+            overload_scan_ns: opts.overload_scan_us * 1000,
+            smt_enabled: topo.smt(),
+            asym_capacity: topo.asymmetric(),
+            no_shared_runq: opts.no_shared_runq,
+            no_l2_locality: opts.no_l2_locality,
+            no_prev_first: opts.no_prev_first,
+            no_overload_gate: opts.no_overload_gate,
+            cgroup_weights: !opts.no_cgroup_weights,
+            group_accounting: partitions.is_some(),
+            group_balancer: partitions.is_some() && !opts.no_group_balancer,
+            nr_parts: partitions.map_or(0, |p| p.len() as u32),
+            debug_drop_comm,
+            cpu_llc: per_cpu(&|c| c.llc as u32),
+            cpu_l2: per_cpu(&|c| c.l2 as u32),
+            cpu_part: partitions.map_or_else(Vec::new, |p| policy::cpu_parts(p, topo.nr_cpu_ids)),
+            cpu_capacity: per_cpu(&|c| c.capacity),
+            llc_node: topo
+                .llcs
+                .iter()
+                .map(|cpus| topo.cpu(cpus[0]).map_or(0, |c| c.node as u32))
+                .collect(),
+            cpu_shard,
+            shard_llc,
+            llc_first_shard: layout.llc_first_shard.iter().map(|&s| s as u32).collect(),
+            llc_nr_shards: layout.llc_nr_shards.iter().map(|&n| n as u32).collect(),
+        }
+    }
+
+    /// Every tunable as its BPF global's name and element values (one for a
+    /// scalar; integers as their two's complement bits), for loaders that
+    /// write the globals by name.
+    pub fn by_name(&self) -> Vec<(&'static str, Vec<u64>)> {
+        macro_rules! named {
+            ($($field:ident),*) => {{
+                let Tunables { $($field),* } = self;
+                vec![$((stringify!($field), $field.elements())),*]
+            }};
+        }
+        crate::with_tunable_fields!(named)
+    }
+}
+
+/// Calls macro @m with the name of every field of `Tunables`, the one list
+/// of them, for code that handles each field by name; such code
+/// destructures `Tunables { $($field),* }` without `..`, so that a list
+/// missing a field does not build.
+#[macro_export]
+macro_rules! with_tunable_fields {
+    ($m:ident) => {
+        $m!(
+            nr_cpu_ids,
+            nr_llcs,
+            nr_shards,
+            nr_l2s,
+            slice_ns,
+            overload_scan_ns,
+            smt_enabled,
+            asym_capacity,
+            no_shared_runq,
+            no_l2_locality,
+            no_prev_first,
+            no_overload_gate,
+            cgroup_weights,
+            group_accounting,
+            group_balancer,
+            nr_parts,
+            debug_drop_comm,
+            cpu_llc,
+            cpu_l2,
+            cpu_part,
+            cpu_capacity,
+            llc_node,
+            cpu_shard,
+            shard_llc,
+            llc_first_shard,
+            llc_nr_shards
+        )
+    };
+}
+
+/// A tunable's value copied into a typed global of a skeleton's .rodata
+/// (an array from index 0; its other elements are left alone).
+pub trait CopyToGlobal<Global> {
+    /// Writes this value into @global.
+    fn copy_to_global(&self, global: &mut Global);
+}
+
+impl<T: Copy> CopyToGlobal<T> for T {
+    fn copy_to_global(&self, global: &mut T) {
+        *global = *self;
+    }
+}
+
+impl<T: Copy, const N: usize> CopyToGlobal<[T; N]> for Vec<T> {
+    fn copy_to_global(&self, global: &mut [T; N]) {
+        global[..self.len()].copy_from_slice(self);
+    }
+}
+
+/// C's char is signed where libbpf's skeletons say i8.
+impl<const N: usize> CopyToGlobal<[i8; N]> for [u8; N] {
+    fn copy_to_global(&self, global: &mut [i8; N]) {
+        for (dst, &src) in global.iter_mut().zip(self) {
+            *dst = src as i8;
+        }
+    }
+}
+
+/// A tunable's value as the element values a global holds.
+trait Elements {
+    /// The elements, each widened to 64 bits (signed ones as their bits).
+    fn elements(&self) -> Vec<u64>;
+}
+
+impl Elements for bool {
+    fn elements(&self) -> Vec<u64> {
+        vec![*self as u64]
+    }
+}
+
+impl Elements for u32 {
+    fn elements(&self) -> Vec<u64> {
+        vec![*self as u64]
+    }
+}
+
+impl Elements for u64 {
+    fn elements(&self) -> Vec<u64> {
+        vec![*self]
+    }
+}
+
+impl Elements for [u8; COMM_LEN] {
+    fn elements(&self) -> Vec<u64> {
+        self.iter().map(|&b| b as u64).collect()
+    }
+}
+
+impl Elements for Vec<u32> {
+    fn elements(&self) -> Vec<u64> {
+        self.iter().map(|&v| v as u64).collect()
+    }
+}
+
+impl Elements for Vec<i32> {
+    fn elements(&self) -> Vec<u64> {
+        self.iter().map(|&v| v as u32 as u64).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::tests::fake_sysfs;
+    use clap::Parser;
+
+    /// 16 CPUs: 2 LLCs of 4 SMT cores (8 CPUs), one node.
+    fn topo() -> Topology {
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(dir.path(), 16, 8, true, 1);
+        Topology::from_root(dir.path()).unwrap()
+    }
+
+    /// The plan for the flags @args on topo().
+    fn plan(args: &[&str]) -> Result<LoadPlan> {
+        let opts = Opts::try_parse_from(std::iter::once("scx_mosaic").chain(args.iter().copied()))?;
+        LoadPlan::new(&opts, topo())
+    }
+
+    #[test]
+    fn defaults_are_the_bpf_declarations() {
+        let t = plan(&[]).unwrap().tunables;
+        assert_eq!((t.nr_cpu_ids, t.nr_llcs, t.nr_l2s), (16, 2, 8));
+        // default shard size: an L2 group here (2 CPUs)
+        assert_eq!((t.nr_shards, t.slice_ns), (8, 5_000_000));
+        assert_eq!(t.overload_scan_ns, 10_000_000);
+        assert!(t.cgroup_weights && t.smt_enabled && !t.asym_capacity);
+        assert!(!t.no_shared_runq && !t.group_accounting && !t.group_balancer);
+        assert_eq!((t.nr_parts, t.cpu_part.len()), (0, 0));
+        assert_eq!(t.debug_drop_comm, [0; COMM_LEN]);
+    }
+
+    #[test]
+    fn shard_tables_agree_with_the_layout() {
+        let p = plan(&["--shard-size", "4"]).unwrap();
+        let t = &p.tunables;
+        assert_eq!(t.llc_first_shard, [0, 2]);
+        assert_eq!(t.llc_nr_shards, [2, 2]);
+        assert_eq!(t.shard_llc, [0, 0, 1, 1]);
+        for (shard, cpus) in p.layout.shards.iter().enumerate() {
+            for &cpu in cpus {
+                assert_eq!(t.cpu_shard[cpu], shard as u32);
+                assert_eq!(t.cpu_llc[cpu], t.shard_llc[shard]);
+            }
+        }
+        assert_eq!(t.llc_node, [0, 0]);
+    }
+
+    #[test]
+    fn flags_set_their_tunables() {
+        let t = plan(&[
+            "--no-cgroup-weights",
+            "--no-l2-locality",
+            "--slice-us=300",
+            "--cpu-capacity=8-15:512",
+            "--debug-drop-comm=a-very-long-command",
+        ])
+        .unwrap()
+        .tunables;
+        assert!(!t.cgroup_weights && t.no_l2_locality && t.asym_capacity);
+        assert_eq!(t.slice_ns, 300_000);
+        assert_eq!(t.cpu_capacity[7..9], [1024, 512]);
+        assert_eq!(&t.debug_drop_comm, b"a-very-long-com\0");
+    }
+
+    #[test]
+    fn group_balancer_partitions_reach_the_tunables() {
+        let p = plan(&["--gb-parent=x", "--gb-partitions=0-3;4-15"]).unwrap();
+        assert_eq!(p.partitions.as_ref().unwrap().len(), 2);
+        let t = &p.tunables;
+        assert!(t.group_accounting && t.group_balancer);
+        assert_eq!(t.nr_parts, 2);
+        assert_eq!((t.cpu_part[3], t.cpu_part[4]), (0, 1));
+        let t = plan(&["--gb-parent=x", "--no-group-balancer"])
+            .unwrap()
+            .tunables;
+        assert!(t.group_accounting && !t.group_balancer);
+        assert_eq!(t.nr_parts, 2, "llc partitions by default");
+        let err = plan(&["--gb-partitions=llc"]).unwrap_err().to_string();
+        assert!(err.contains("need --gb-parent"), "{err}");
+    }
+
+    #[test]
+    fn by_name_lists_every_global_once_with_its_elements() {
+        let t = plan(&["--gb-parent=x"]).unwrap().tunables;
+        let named = t.by_name();
+        let mut names: Vec<_> = named.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), named.len());
+        let get = |name| &named.iter().find(|(n, _)| *n == name).unwrap().1;
+        assert_eq!(get("slice_ns"), &[5_000_000]);
+        assert_eq!(get("cgroup_weights"), &[1]);
+        assert_eq!(get("cpu_llc").len(), 16);
+        assert_eq!(get("debug_drop_comm").len(), COMM_LEN);
+    }
+
+    #[test]
+    fn machines_beyond_the_bpf_limits_are_refused() {
+        let mut t = topo();
+        t.nr_cpu_ids = bpf_intf::mosaic_limits_MAX_CPUS as usize + 1;
+        let err = LoadPlan::new(&Opts::parse_from(["scx_mosaic"]), t).unwrap_err();
+        assert!(err.to_string().contains("CPUs: more than the"), "{err}");
+    }
+}
