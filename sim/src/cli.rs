@@ -2,7 +2,7 @@
 use crate::cost::Costs;
 use crate::engine::{Config, Engine};
 use crate::machine::{Machine, PRESETS};
-use crate::sched::{self, SchedArgs};
+use crate::sched;
 use crate::workload::{self, WORKLOADS};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -13,11 +13,14 @@ const USAGE: &str = "usage: mosaic-sim --machine M --workload W[:k=v,...] [--sch
        mosaic-sim --list-machines | --list-workloads
        mosaic-sim report [--out docs/sim-report.md] [--quick]
 
---sched-arg passes one of the scheduler's own flags (--no-shared-runq,
---shard-size N, --slice-us N, --cpu-capacity SPEC, --overload-scan-us N,
+--sched-arg passes one of the scheduler's own flags, parsed as scx_mosaic
+parses them (scx_mosaic --help): --no-shared-runq, --shard-size N,
+--slice-us N, --cpu-capacity SPEC, --overload-scan-us N, --timeout-ms N,
 --gb-parent X [--gb-partitions SPEC] [--gb-period-ms N] [--no-group-balancer],
-any --no-<mechanism>). In the simulator --gb-parent balances every cgroup
-of the workload (memgroups puts each group in its own).
+any --no-<mechanism>; the runtime-only ones (--stats, --stats-file,
+--monitor, --help-stats, --bpf-stats) are refused. In the simulator
+--gb-parent balances every cgroup of the workload (memgroups puts each
+group in its own).
 --cost overrides one cost-model parameter (src/cost.rs), e.g.
 --cost ttwu_boundary=l2 models seed 001's kernel patch.";
 
@@ -107,8 +110,8 @@ fn parse(argv: &[String]) -> Result<Args> {
 
 fn run(a: &Args) -> Result<i32> {
     let mut m = Machine::preset(&a.machine)?;
-    let sargs = SchedArgs::parse(&a.sched)?;
-    let loaded = sched::write_tunables(&mut m, &sargs)?;
+    let opts = sched::parse_sched_args(&a.sched)?;
+    let loaded = sched::load(&mut m, &opts)?;
     let mut costs = Costs::default();
     for c in &a.costs {
         costs.set(c)?;
@@ -121,7 +124,13 @@ fn run(a: &Args) -> Result<i32> {
         max_ns: (a.max_time * 1e9) as u64,
         trace: a.trace.is_some(),
         trace_limit: 2_000_000,
-        watchdog_ns: 30_000_000_000,
+        // the kernel's default, or --timeout-ms as the loader writes it
+        // into the ops table (engine.rs prefers a timeout_ms compiled into
+        // the ops table; scx_mosaic's has none)
+        watchdog_ns: match loaded.timeout_ms {
+            0 => 30_000_000_000,
+            ms => ms as u64 * 1_000_000,
+        },
         idle_bound_ns: 20_000_000,
         ops_flags_or: loaded.ops_flags,
         group_balancer: loaded.gb,

@@ -2,8 +2,8 @@
 //!
 //! The policy is scx_mosaic's own: scheduler/src/group/policy.rs (decide(),
 //! the seed's try_to_settle, parse_partitions, and the per-period state:
-//! smoothed loads, round robin, settle periods, predicted loads), included
-//! here as it is compiled into the scheduler. What this file adds is the
+//! smoothed loads, round robin, settle periods, predicted loads), from
+//! scx_mosaic's library. What this file adds is the
 //! simulator's I/O around it, as scheduler/src/group.rs's `Balancer::tick`
 //! does for the real maps: read part_runtime and group_runtime, and write
 //! cgroup id -> partition into group_prefs. The differences: the cgroups are
@@ -13,13 +13,9 @@ use crate::engine::Engine;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-#[path = "../../scheduler/src/group/policy.rs"]
-pub mod policy;
 use policy::Policy;
 pub use policy::{decide, parse_partitions, Decision};
-
-/// At most this many partitions (intf.h), for policy::parse_partitions.
-use crate::intf::MAX_PARTS;
+pub use scx_mosaic::group::policy;
 
 /// What --gb-parent/--gb-partitions/--gb-period-ms/--no-group-balancer ask.
 #[derive(Debug, Clone)]
@@ -28,12 +24,6 @@ pub struct GbConfig {
     pub period_ns: u64,
     /// false with --no-group-balancer: account only, never settle
     pub enabled: bool,
-}
-
-impl GbConfig {
-    pub fn cpu_parts(&self, nr_cpu_ids: usize) -> Vec<i32> {
-        policy::cpu_parts(&self.partitions, nr_cpu_ids)
-    }
 }
 
 pub struct Balancer {

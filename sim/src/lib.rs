@@ -3,7 +3,7 @@
 //!
 //! Map of the crate: `engine` (events, CPUs, DSQs, the kernel's sched_ext
 //! rules), `kfuncs` + `maps` + `ffi` (the shim the scheduler links against),
-//! `sched` (flags -> tunables, the loader's part), `machine` (presets),
+//! `sched` (flags -> scx_mosaic's tunables, the loader's part), `machine` (presets),
 //! `cost` (every cost, one place), `workload` (task behaviour), `group` (the
 //! group balancer's settle loop around group.rs's policy), `cli` and
 //! `report` (the seed A/B report).
@@ -12,12 +12,8 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::missing_safety_doc)]
 #![allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 
-#[allow(dead_code)]
-#[path = "../../scheduler/src/cpulist.rs"]
-pub mod cpulist;
-#[allow(dead_code)]
-#[path = "../../scheduler/src/topology.rs"]
-pub mod topology;
+/// The scheduler's own topology (scx_mosaic's library).
+pub use scx_mosaic::topology;
 
 /// Constants and counter names generated from scheduler/src/bpf/intf.h.
 pub mod intf {

@@ -1,7 +1,7 @@
 //! Modelled machines: presets, the VM harness's topologies, and this host.
 //!
 //! A machine is the scheduler's own `Topology` (scheduler/src/topology.rs,
-//! compiled into this crate unchanged) plus what only the simulator needs:
+//! from scx_mosaic's library) plus what only the simulator needs:
 //! relative core speed and LLC size.
 use crate::cost::Dist;
 use crate::topology::{Cpu, Topology};

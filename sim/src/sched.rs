@@ -1,45 +1,57 @@
-//! The scheduler's "loader" for the simulator: --sched-arg flags to the
-//! tunables, written into the native scheduler's `const volatile` globals
-//! before ops.init, as scheduler/src/main.rs (Scheduler::init) writes them
-//! into .rodata before load.
+//! The scheduler's loader, simulated: --sched-arg flags become scx_mosaic's
+//! own settings, written into the native scheduler's `const volatile`
+//! globals before ops.init, as scx_mosaic (scheduler/src/main.rs) writes
+//! them into .rodata before load.
 //!
-//! Shared with the loader, not duplicated: the topology, the default shard
-//! size and the shard layout (scheduler/src/topology.rs, compiled into this
-//! crate). Mirrored from Scheduler::init (keep in step when it changes): the
-//! list of tunable assignments in `write_tunables`, and the ops flags the
-//! loader adds at open time (`LOADER_OPS_FLAGS`). Boolean `--no-X` flags map
-//! to a tunable `no_X` generically, so new on/off switches need no change.
+//! Nothing is mirrored: the flags are parsed by scx_mosaic's own command
+//! line (`scx_mosaic::Opts`, the same defaults and ranges) and turned into
+//! settings by its own `scx_mosaic::tunables::LoadPlan`; this file writes
+//! `Tunables::by_name` into the globals of the same names. What stays here
+//! is what the loader does outside .rodata: the ops flags it adds at open
+//! time (`LOADER_OPS_FLAGS`) and --timeout-ms (the ops table's timeout).
 //! The group balancer's flags (--gb-parent, --gb-partitions, --gb-period-ms,
-//! --no-group-balancer) configure the simulated balancer (group.rs); in the
-//! simulator --gb-parent's value is not a path: every cgroup of the workload
-//! other than the root is balanced.
+//! --no-group-balancer) also configure the simulated balancer (group.rs);
+//! in the simulator --gb-parent's value is not a path: every cgroup of the
+//! workload other than the root is balanced.
 use crate::ffi;
-use crate::group::{self, GbConfig};
-use crate::intf;
+use crate::group::GbConfig;
 use crate::machine::Machine;
 use crate::topology::ShardLayout;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
+use scx_mosaic::tunables::{LoadPlan, Tunables};
+use scx_mosaic::Opts;
 use std::ffi::{c_void, CString};
 
-#[derive(Debug, Clone, Default)]
-pub struct SchedArgs {
-    pub shard_size: Option<usize>,
-    pub slice_us: u64,
-    /// `no_X` tunables to set, from `--no-X`.
-    pub switches: Vec<String>,
-    pub cpu_capacity: Option<String>,
-    pub overload_scan_us: u64,
-    pub gb_parent: Option<String>,
-    pub gb_partitions: Option<String>,
-    pub gb_period_ms: u64,
-    pub no_group_balancer: bool,
-}
+/// scx_mosaic's flags that change nothing the BPF scheduler (or the
+/// simulated group balancer) runs with, each with what it does instead.
+/// The simulator refuses them rather than ignore them silently.
+pub const RUNTIME_ONLY_FLAGS: &[(&str, &str)] = &[
+    ("stats", "prints live stats"),
+    (
+        "stats-file",
+        "writes the final counters (the simulator's is --json)",
+    ),
+    (
+        "monitor",
+        "reads a running scx_mosaic's stats and loads nothing",
+    ),
+    ("help-stats", "describes the stats fields"),
+    ("bpf-stats", "has the kernel time the BPF programs"),
+];
 
-/// What loading produced: the shard layout, the ops flags the loader adds,
-/// and the group balancer's configuration (with --gb-parent).
+/// What loading produced: the settings written, the ops flags the loader
+/// adds, the ops table's timeout and the group balancer's configuration.
+#[derive(Debug)]
 pub struct Loaded {
     pub layout: ShardLayout,
+    pub tunables: Tunables,
     pub ops_flags: u64,
+    /// --timeout-ms: the ops table's timeout_ms as the loader sets it (0:
+    /// the kernel's default).
+    pub timeout_ms: u32,
     pub gb: Option<GbConfig>,
 }
 
@@ -47,48 +59,48 @@ pub struct Loaded {
 /// the kernel knows it (all kernels the simulator models do).
 pub const LOADER_OPS_FLAGS: u64 = ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP;
 
-impl SchedArgs {
-    pub fn parse(args: &[String]) -> Result<SchedArgs> {
-        let mut a = SchedArgs {
-            slice_us: 5000,
-            overload_scan_us: 10_000,
-            gb_period_ms: 200,
-            ..Default::default()
-        };
-        let mut it = args.iter().flat_map(|s| {
-            // "--shard-size=2" and "--shard-size 2" both work
-            match s.split_once('=') {
-                Some((k, v)) if k.starts_with("--") => vec![k.to_string(), v.to_string()],
-                _ => s.split_whitespace().map(String::from).collect(),
-            }
-        });
-        while let Some(flag) = it.next() {
-            let mut value = |f: &str| it.next().with_context(|| format!("{f} needs a value"));
-            match flag.as_str() {
-                "--shard-size" => a.shard_size = Some(value("--shard-size")?.parse()?),
-                "--slice-us" => a.slice_us = value("--slice-us")?.parse()?,
-                "--cpu-capacity" => a.cpu_capacity = Some(value("--cpu-capacity")?),
-                "--overload-scan-us" => {
-                    a.overload_scan_us = value("--overload-scan-us")?.parse()?;
-                    if !(100..=10_000_000).contains(&a.overload_scan_us) {
-                        bail!("--overload-scan-us must be 100..=10000000");
-                    }
-                }
-                "--gb-parent" => a.gb_parent = Some(value("--gb-parent")?),
-                "--gb-partitions" => a.gb_partitions = Some(value("--gb-partitions")?),
-                "--gb-period-ms" => {
-                    a.gb_period_ms = value("--gb-period-ms")?.parse()?;
-                    if !(10..=60_000).contains(&a.gb_period_ms) {
-                        bail!("--gb-period-ms must be 10..=60000");
-                    }
-                }
-                "--no-group-balancer" => a.no_group_balancer = true,
-                f if f.starts_with("--no-") => a.switches.push(f[2..].replace('-', "_")),
-                f => bail!("unknown scheduler flag {f:?}"),
-            }
+/// The command-line tokens of the --sched-arg values: "--flag=value" as it
+/// is, anything else split at blanks ("--shard-size 2").
+fn sched_arg_tokens(args: &[String]) -> Vec<String> {
+    args.iter()
+        .flat_map(|s| match s.starts_with("--") && s.contains('=') {
+            true => vec![s.clone()],
+            false => s.split_whitespace().map(String::from).collect(),
+        })
+        .collect()
+}
+
+/// Parses the --sched-arg values as scx_mosaic parses its command line
+/// (repeated flags override, as there), refusing runtime-only flags.
+pub fn parse_sched_args(args: &[String]) -> Result<Opts> {
+    let argv = std::iter::once("scx_mosaic".to_string()).chain(sched_arg_tokens(args));
+    let cmd = Opts::command().args_override_self(true);
+    let matches = match cmd.clone().try_get_matches_from(argv) {
+        Ok(m) => m,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            bail!(
+                "--sched-arg: scx_mosaic's --help and --version only print (see scx_mosaic --help)"
+            )
         }
-        Ok(a)
+        Err(e) => bail!("--sched-arg: {}", first_line(&e)),
+    };
+    for (flag, what) in RUNTIME_ONLY_FLAGS {
+        let arg = cmd.get_arguments().find(|a| a.get_long() == Some(flag));
+        let Some(arg) = arg else {
+            bail!("scx_mosaic has no --{flag} any more: update RUNTIME_ONLY_FLAGS");
+        };
+        if matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine) {
+            bail!("--sched-arg: --{flag} is runtime-only (it {what}): nothing to simulate");
+        }
     }
+    Opts::from_arg_matches(&matches).map_err(|e| anyhow::anyhow!("--sched-arg: {}", first_line(&e)))
+}
+
+/// The first line of a clap error, without its "error: ".
+fn first_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let line = text.lines().next().unwrap_or("bad arguments");
+    line.trim_start_matches("error: ").to_string()
 }
 
 /// Address and sizes of the tunable @name, made writable.
@@ -116,113 +128,182 @@ fn tunable(name: &str) -> Result<(*mut u8, usize, usize)> {
     Ok((addr as *mut u8, size, elem))
 }
 
-/// Writes element @idx of tunable @name (an integer or bool of any width).
-pub fn set(name: &str, idx: usize, value: u64) -> Result<()> {
+/// Writes @values into the elements of tunable @name from index 0 (each
+/// an integer or bool of any width, truncated to it).
+pub fn set(name: &str, values: &[u64]) -> Result<()> {
     let (addr, size, elem) = tunable(name)?;
-    if (idx + 1) * elem > size {
-        bail!("tunable {name}[{idx}] out of range");
+    if values.len() * elem > size {
+        bail!(
+            "tunable {name}: {} elements, room for {}",
+            values.len(),
+            size / elem
+        );
     }
-    let bytes = value.to_ne_bytes();
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr.add(idx * elem), elem.min(8)) };
+    for (idx, value) in values.iter().enumerate() {
+        let bytes = value.to_ne_bytes();
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr.add(idx * elem), elem.min(8)) };
+    }
     Ok(())
 }
 
-/// Whether the scheduler has tunable @name.
-pub fn has(name: &str) -> bool {
-    let c = CString::new(name).unwrap();
-    let (mut a, mut s, mut e) = (std::ptr::null_mut::<c_void>(), 0usize, 0usize);
-    unsafe { ffi::sim_tunable_find(c.as_ptr(), &mut a, &mut s, &mut e) != 0 }
-}
-
-/// The loader's work: capacities, shard layout, tunables.
-pub fn write_tunables(m: &mut Machine, args: &SchedArgs) -> Result<Loaded> {
-    if let Some(spec) = &args.cpu_capacity {
-        m.topo.set_capacities(spec)?;
-    }
-    let topo = &m.topo;
-    if topo.nr_cpu_ids > intf::MAX_CPUS || topo.llcs.len() > intf::MAX_LLCS {
-        bail!("machine exceeds the scheduler's MAX_CPUS/MAX_LLCS");
-    }
-    if args.gb_parent.is_none() && (args.gb_partitions.is_some() || args.no_group_balancer) {
-        bail!("--gb-partitions and --no-group-balancer need --gb-parent");
-    }
-    let gb = match &args.gb_parent {
-        Some(_) => Some(GbConfig {
-            partitions: group::parse_partitions(
-                args.gb_partitions.as_deref().unwrap_or("llc"),
-                topo,
-            )?,
-            period_ns: args.gb_period_ms * 1_000_000,
-            enabled: !args.no_group_balancer,
-        }),
-        None => None,
-    };
-    let shard_size = args.shard_size.unwrap_or_else(|| topo.default_shard_size());
-    let layout = topo.shard_layout(shard_size, intf::MAX_SHARDS_PER_LLC);
-    if layout.shards.len() > intf::MAX_SHARDS {
-        bail!("{} shards: more than MAX_SHARDS", layout.shards.len());
-    }
-    // --- mirrored from scheduler/src/main.rs Scheduler::init ---
-    set("nr_cpu_ids", 0, topo.nr_cpu_ids as u64)?;
-    set("nr_llcs", 0, topo.llcs.len() as u64)?;
-    set("nr_shards", 0, layout.shards.len() as u64)?;
-    set("slice_ns", 0, args.slice_us * 1000)?;
-    set("smt_enabled", 0, topo.smt() as u64)?;
-    set("asym_capacity", 0, topo.asymmetric() as u64)?;
-    // no_shared_runq, no_l2_locality, no_prev_first, no_overload_gate: the
-    // generic --no-X switches below
-    set("overload_scan_ns", 0, args.overload_scan_us * 1000)?;
-    for (llc, cpus) in topo.llcs.iter().enumerate() {
-        set(
-            "llc_node",
-            llc,
-            topo.cpu(cpus[0]).map_or(0, |c| c.node as u64),
-        )?;
-    }
-    if let Some(gb) = &gb {
-        set("group_accounting", 0, 1)?;
-        set("group_balancer", 0, gb.enabled as u64)?;
-        set("nr_parts", 0, gb.partitions.len() as u64)?;
-        for (cpu, part) in gb.cpu_parts(topo.nr_cpu_ids).into_iter().enumerate() {
-            set("cpu_part", cpu, part as u32 as u64)?;
-        }
-    }
-    set("nr_l2s", 0, topo.l2s.len() as u64)?;
-    for cpu in &topo.cpus {
-        set("cpu_llc", cpu.id, cpu.llc as u64)?;
-        set("cpu_l2", cpu.id, cpu.l2 as u64)?;
-        set("cpu_capacity", cpu.id, cpu.capacity as u64)?;
-    }
-    for (shard, cpus) in layout.shards.iter().enumerate() {
-        for &cpu in cpus {
-            set("cpu_shard", cpu, shard as u64)?;
-        }
-    }
-    for (llc, (&first, &n)) in layout
-        .llc_first_shard
-        .iter()
-        .zip(&layout.llc_nr_shards)
-        .enumerate()
-    {
-        set("llc_first_shard", llc, first as u64)?;
-        set("llc_nr_shards", llc, n as u64)?;
-        for shard in first..first + n {
-            set("shard_llc", shard, llc as u64)?;
-        }
-    }
-    // --- end of mirror ---
-    for s in &args.switches {
-        if !has(s) {
-            bail!(
-                "unknown scheduler flag --{} (no tunable {s})",
-                s.replace('_', "-")
-            );
-        }
-        set(s, 0, 1)?;
-    }
+/// The loader's decisions for @opts on @m, touching nothing: --cpu-capacity
+/// is applied to the machine, the rest is in the result.
+pub fn prepare(m: &mut Machine, opts: &Opts) -> Result<Loaded> {
+    let plan = LoadPlan::new(opts, m.topo.clone())?;
+    m.topo = plan.topo;
+    let gb = plan.partitions.map(|partitions| GbConfig {
+        partitions,
+        period_ns: opts.gb_period_ms * 1_000_000,
+        enabled: !opts.no_group_balancer,
+    });
     Ok(Loaded {
-        layout,
+        layout: plan.layout,
+        tunables: plan.tunables,
         ops_flags: LOADER_OPS_FLAGS,
+        timeout_ms: opts.timeout_ms,
         gb,
     })
+}
+
+/// The loader's work: prepare(), then every tunable written by name.
+pub fn load(m: &mut Machine, opts: &Opts) -> Result<Loaded> {
+    let loaded = prepare(m, opts)?;
+    for (name, values) in loaded.tunables.by_name() {
+        set(name, &values)?;
+    }
+    Ok(loaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{ArgAction, Parser};
+
+    /// Whether the scheduler has tunable @name, and its size and element size.
+    fn find(name: &str) -> Option<(usize, usize)> {
+        let c = CString::new(name).unwrap();
+        let (mut a, mut s, mut e) = (std::ptr::null_mut::<c_void>(), 0usize, 0usize);
+        let found = unsafe { ffi::sim_tunable_find(c.as_ptr(), &mut a, &mut s, &mut e) != 0 };
+        found.then_some((s, e))
+    }
+
+    /// The flags these tests give with --@long besides the ones it needs
+    /// (@needs) and the value, on the 16-CPU machine; None for flags that
+    /// take no value. A new value flag of scx_mosaic panics here until it
+    /// has a sample (and is classified, see the test below).
+    fn sample(long: &str) -> (Vec<&'static str>, Option<&'static str>) {
+        let gb: Vec<&str> = vec!["--gb-parent=sim"];
+        match long {
+            "shard-size" => (vec![], Some("4")),
+            "overload-scan-us" => (vec![], Some("500")),
+            "gb-parent" => (vec![], Some("sim")),
+            "gb-partitions" => (gb, Some("0-3;4-15")),
+            "gb-period-ms" => (gb, Some("50")),
+            "no-group-balancer" => (gb, None),
+            "cpu-capacity" => (vec![], Some("0-7:512")),
+            "slice-us" => (vec![], Some("3000")),
+            "timeout-ms" => (vec![], Some("5000")),
+            "debug-drop-comm" => (vec![], Some("victim")),
+            "stats" => (vec![], Some("0")),
+            "stats-file" => (vec![], Some("/tmp/stats.json")),
+            "monitor" => (vec![], Some("1")),
+            _ => (vec![], None),
+        }
+    }
+
+    /// Walks scx_mosaic's flags as clap lists them. Every flag that changes
+    /// what the BPF side runs with (.rodata, the ops table) or the group
+    /// balancer must be accepted by the simulator's parser and change what
+    /// it loads. Runtime-only flags (RUNTIME_ONLY_FLAGS: --stats,
+    /// --stats-file, --monitor, --help-stats, --bpf-stats) are excluded:
+    /// they only print, measure or read stats in the running scx_mosaic, so
+    /// they must change none of its settings, and the simulator refuses them.
+    /// --help and --version are clap's, not listed by Opts::command().
+    #[test]
+    fn every_flag_that_changes_bpf_settings_reaches_the_simulator() {
+        let machine = || Machine::preset("16cpu").unwrap();
+        let argv =
+            |flags: &[String]| std::iter::once("scx_mosaic".to_string()).chain(flags.to_vec());
+        let mut checked = 0;
+        for arg in Opts::command().get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if matches!(arg.get_action(), ArgAction::Help | ArgAction::Version) {
+                continue;
+            }
+            let (needs, value) = sample(long);
+            let base: Vec<String> = needs.iter().map(|s| s.to_string()).collect();
+            let mut with = base.clone();
+            with.push(match (arg.get_action(), value) {
+                (ArgAction::SetTrue, None) => format!("--{long}"),
+                (ArgAction::Set, Some(v)) => format!("--{long}={v}"),
+                (action, _) => panic!("--{long} ({action:?}) is new: add a sample value above"),
+            });
+            let runtime_only = RUNTIME_ONLY_FLAGS.iter().any(|(f, _)| *f == long);
+            if runtime_only {
+                // the scheduler's own settings do not move...
+                let plan = |flags: &[String]| {
+                    let opts = Opts::try_parse_from(argv(flags)).unwrap();
+                    format!("{:?}", LoadPlan::new(&opts, machine().topo).unwrap())
+                };
+                assert!(
+                    plan(&base) == plan(&with),
+                    "--{long} is listed runtime-only but changes scx_mosaic's settings"
+                );
+                // ...and the simulator says so
+                let err = parse_sched_args(&with).unwrap_err().to_string();
+                assert!(err.contains("runtime-only"), "--{long}: {err}");
+            } else {
+                let loaded = |flags: &[String]| {
+                    let opts = parse_sched_args(flags)
+                        .unwrap_or_else(|e| panic!("the simulator refuses {flags:?}: {e:#}"));
+                    format!("{:?}", prepare(&mut machine(), &opts).unwrap())
+                };
+                assert!(
+                    loaded(&base) != loaded(&with),
+                    "--{long} changes nothing the simulator loads: model it, \
+                     or list it in RUNTIME_ONLY_FLAGS if the BPF side never sees it"
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 20, "only {checked} flags");
+    }
+
+    /// Every name Tunables::by_name gives is a global of the compiled
+    /// scheduler, with room for its elements.
+    #[test]
+    fn every_tunable_is_a_global_of_the_native_scheduler() {
+        let mut m = Machine::preset("epyc-9654x2-smt").unwrap();
+        let opts = parse_sched_args(&["--gb-parent=sim".into()]).unwrap();
+        let loaded = prepare(&mut m, &opts).unwrap();
+        for (name, values) in loaded.tunables.by_name() {
+            let (size, elem) = find(name).unwrap_or_else(|| panic!("no global {name}"));
+            assert!(
+                values.len() * elem <= size,
+                "{name}: {} elements",
+                values.len()
+            );
+        }
+    }
+
+    #[test]
+    fn sched_args_parse_as_scx_mosaic_parses_flags() {
+        let args =
+            |a: &[&str]| parse_sched_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let o = args(&["--shard-size 2", "--slice-us=300", "--no-cgroup-weights"]).unwrap();
+        assert_eq!((o.shard_size, o.slice_us), (Some(2), 300));
+        assert!(o.no_cgroup_weights);
+        assert_eq!(o.overload_scan_us, 10_000, "clap's default");
+        let o = args(&["--shard-size", "2", "--shard-size=3"]).unwrap();
+        assert_eq!(o.shard_size, Some(3), "the last one wins");
+        for (bad, why) in [
+            ("--no-such-thing", "unexpected argument '--no-such-thing'"),
+            ("--slice-us=50", "50 is not in 100..=1000000"),
+            ("--stats-file=/x", "--stats-file is runtime-only"),
+            ("--help", "only print"),
+        ] {
+            let err = args(&[bad]).unwrap_err().to_string();
+            assert!(err.contains(why) && !err.contains('\n'), "{bad}: {err}");
+        }
+    }
 }

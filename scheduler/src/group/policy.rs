@@ -1,6 +1,6 @@
 //! The group balancer's policy (seed 004), free of libbpf and of any I/O, so
-//! that it lives once: scx_mosaic compiles it as `group::policy`, mosaic-sim
-//! includes this file by `#[path]` from sim/src/group.rs. Both drive it with
+//! that it lives once: scx_mosaic's library has it as `group::policy`, and
+//! mosaic-sim uses it from there (sim/src/group.rs). Both drive it with
 //! plain inputs (the live cgroup ids, runtime totals per partition and per
 //! group and partition, time in ns) and carry its one output, which cgroup
 //! goes to which partition, to their BPF maps.
@@ -14,9 +14,7 @@
 //! that settled groups yield to the others. One group is tried per period,
 //! round robin, and after a move the next one waits a period.
 //!
-//! The includer provides `super::MAX_PARTS` (intf.h's MAX_PARTS) and, at the
-//! crate root, `cpulist` and `topology` (scheduler/src/cpulist.rs and
-//! topology.rs).
+//! group.rs provides `super::MAX_PARTS` (intf.h's MAX_PARTS).
 
 use super::MAX_PARTS;
 use crate::cpulist;
