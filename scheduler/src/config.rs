@@ -13,9 +13,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use toml::Value;
 
-#[cfg(test)]
-mod props;
-
 /// Read when no --config is given, if it exists.
 pub const DEFAULT_PATH: &str = "/etc/scx_mosaic/config.toml";
 

@@ -88,6 +88,8 @@ pub fn format(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn parses_ranges_and_singles() {
@@ -126,6 +128,44 @@ mod tests {
     fn format_round_trips() {
         for text in ["0-3,8,10-11", "0", "1,3,5", "0-15"] {
             assert_eq!(format(&parse(text).unwrap()), text);
+        }
+    }
+
+    /// A CPU set and the list text for it, ranges shuffled and overlapping.
+    fn messy_list() -> impl Strategy<Value = (BTreeSet<usize>, String)> {
+        prop::collection::vec((0usize..300, 0usize..20, " ?", " ?"), 1..12).prop_map(|ranges| {
+            let mut set = BTreeSet::new();
+            let mut parts = Vec::new();
+            for (lo, len, pre, post) in ranges {
+                set.extend(lo..=lo + len);
+                parts.push(match len {
+                    0 => format!("{pre}{lo}{post}"),
+                    _ => format!("{pre}{lo}-{}{post}", lo + len),
+                });
+            }
+            (set, parts.join(","))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn cpu_lists_never_panic_and_errors_are_one_line(text in "\\PC{0,40}|[0-9, -]{0,40}") {
+            if let Err(e) = parse(&text) {
+                let msg = format!("{e:#}");
+                prop_assert!(msg.starts_with("bad CPU list"), "{msg}");
+                prop_assert!(!msg.contains('\n'), "{msg:?}");
+            }
+        }
+
+        #[test]
+        fn cpu_lists_parse_to_the_union_of_their_ranges((set, text) in messy_list()) {
+            prop_assert_eq!(parse(&text).unwrap(), set.into_iter().collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn cpu_lists_format_then_parse_is_identity(set in prop::collection::btree_set(0usize..5000, 0..64)) {
+            let cpus: Vec<usize> = set.into_iter().collect();
+            prop_assert_eq!(parse(&format(&cpus)).unwrap(), cpus);
         }
     }
 }

@@ -306,6 +306,8 @@ fn package_cpus(cpu_root: &Path, online: &[usize], package: &str) -> Vec<usize> 
 #[cfg(test)]
 pub mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::sync::OnceLock;
 
     /// Writes a fake sysfs tree: @llcs CPU ranges sharing an L3, SMT pairs
     /// when @smt, and optional NUMA nodes.
@@ -453,5 +455,59 @@ pub mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = Topology::from_root(dir.path()).unwrap_err().to_string();
         assert!(err.contains("cannot read"), "{err}");
+    }
+
+    /// A fake machine of 8 CPUs (4 per LLC, SMT pairs), read from a fake sysfs
+    /// once: the property tests clone it for each case.
+    fn shared_topo() -> Topology {
+        static TOPO: OnceLock<Topology> = OnceLock::new();
+        TOPO.get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            fake_sysfs(dir.path(), 8, 4, true, 1);
+            Topology::from_root(dir.path()).unwrap()
+        })
+        .clone()
+    }
+
+    proptest! {
+        #[test]
+        fn capacity_specs_never_panic_and_errors_are_one_line(
+            spec in "\\PC{0,30}|[0-9:, -]{0,24}"
+        ) {
+            let mut t = shared_topo();
+            if let Err(e) = t.set_capacities(&spec) {
+                let msg = format!("{e:#}");
+                prop_assert!(msg.starts_with("bad --cpu-capacity"), "{msg}");
+                prop_assert!(!msg.contains('\n'), "{msg:?}");
+                prop_assert!(t.cpus.iter().all(|c| c.capacity == 1024), "changed on error");
+            }
+        }
+
+        /// Capacities given per CPU, grouped into CPU lists: applied as given.
+        #[test]
+        fn capacity_lists_round_trip(
+            caps in prop::collection::vec(prop::option::of(prop_oneof![1u32..=1024, Just(446)]), 8),
+        ) {
+            let mut by_cap: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+            for (cpu, cap) in caps.iter().enumerate() {
+                if let Some(cap) = cap {
+                    by_cap.entry(*cap).or_default().push(cpu);
+                }
+            }
+            prop_assume!(!by_cap.is_empty());
+            // a CPU list with gaps ("0,2") is one entry per range ("0:5,2:5")
+            let spec: Vec<String> = by_cap
+                .iter()
+                .flat_map(|(cap, cpus)| {
+                    let list = cpulist::format(cpus);
+                    list.split(',').map(|r| format!("{r}:{cap}")).collect::<Vec<_>>()
+                })
+                .collect();
+            let mut t = shared_topo();
+            t.set_capacities(&spec.join(",")).unwrap();
+            for (cpu, cap) in caps.iter().enumerate() {
+                prop_assert_eq!(t.cpu(cpu).unwrap().capacity, cap.unwrap_or(1024));
+            }
+        }
     }
 }

@@ -450,6 +450,7 @@ impl Policy {
 pub mod tests {
     use super::*;
     use crate::topology::tests::fake_sysfs;
+    use proptest::prelude::*;
 
     /// 8 CPUs: 2 LLCs (and nodes) of 2 SMT cores of 2 threads.
     pub fn topo() -> Topology {
@@ -694,5 +695,43 @@ pub mod tests {
         assert_eq!(p.predict, [2.0, 0.25]);
         p.decay_predictions(13_200 * MS);
         assert_eq!(p.predict, [0.0, 0.0]);
+    }
+
+    /// The 8-CPU topology of these tests, built once for the property tests.
+    fn shared_topo() -> &'static Topology {
+        static TOPO: std::sync::OnceLock<Topology> = std::sync::OnceLock::new();
+        TOPO.get_or_init(topo)
+    }
+
+    proptest! {
+        #[test]
+        fn partition_specs_never_panic_and_errors_are_one_line(
+            spec in "\\PC{0,30}|[0-9;, -]{0,24}|(llc|l2|node)[ ;]{0,2}"
+        ) {
+            if let Err(e) = parse_partitions(&spec, shared_topo()) {
+                let msg = format!("{e:#}");
+                prop_assert!(msg.contains("--gb-partitions"), "{msg}");
+                prop_assert!(!msg.contains('\n'), "{msg:?}");
+            }
+        }
+
+        /// Disjoint CPU sets, formatted as lists: parsed back the same.
+        #[test]
+        fn partition_lists_round_trip(
+            owner in prop::collection::vec(prop::option::of(0usize..4), 8),
+            trailing in any::<bool>(),
+        ) {
+            let mut parts = vec![Vec::new(); 4];
+            for (cpu, o) in owner.iter().enumerate() {
+                if let Some(p) = o {
+                    parts[*p].push(cpu);
+                }
+            }
+            parts.retain(|p| !p.is_empty());
+            prop_assume!(!parts.is_empty());
+            let lists: Vec<String> = parts.iter().map(|p| cpulist::format(p)).collect();
+            let spec = lists.join(";") + if trailing { ";" } else { "" };
+            prop_assert_eq!(parse_partitions(&spec, shared_topo()).unwrap(), parts);
+        }
     }
 }
