@@ -392,8 +392,13 @@ impl Policy {
     }
 
     /// The next group due for a settle attempt, round robin after the last.
+    /// Only groups that ran in the last periods take part: the seed tries to
+    /// settle from a running task of the group, and an idle group's attempt
+    /// would only delay the others' by a period each.
     fn next_candidate(&self, now: u64) -> Option<u64> {
-        let due = |(&id, g): (&u64, &Group)| (g.settle_next <= now).then_some(id);
+        let due = |(&id, g): (&u64, &Group)| {
+            (g.settle_next <= now && g.load.iter().sum::<f64>() > 0.0).then_some(id)
+        };
         match self.cursor {
             None => self.groups.iter().find_map(due),
             Some(c) => self
@@ -607,6 +612,16 @@ pub mod tests {
     }
 
     #[test]
+    fn idle_groups_do_not_delay_a_busy_ones_settle() {
+        let mut p = policy();
+        p.sync(&live(&[1, 2, 3, 4, 9]), 0);
+        // only group 9 ran: the first period settles it, ahead of 1-4
+        let busy = [(9, [100, 0])];
+        assert_eq!(tick(&mut p, 100, [100, 0], &busy), Some((9, 0)));
+        assert!((1..=4).all(|id| p.groups()[&id].pref().is_none()));
+    }
+
+    #[test]
     fn groups_come_and_go_between_periods() {
         let mut p = policy();
         p.sync(&live(&[1, 2]), 0);
@@ -619,11 +634,12 @@ pub mod tests {
         // into p0 (less busy than p1 with group 1's predicted load)
         let busy = [(2, [200, 0]), (5, [0, 0])];
         assert_eq!(tick(&mut p, 200, [300, 0], &busy), Some((2, 0)));
-        // group 5 has no load: tried, stays unsettled, nothing to write
+        // group 5 has no load: not even tried (its settle_next is still the
+        // time it appeared), stays unsettled, nothing to write
         let busy = [(2, [300, 0]), (5, [0, 0])];
         assert_eq!(tick(&mut p, 300, [400, 0], &busy), None);
         assert_eq!(p.groups()[&5].pref(), None);
-        assert_eq!(p.groups()[&5].settle_next, 400 * MS);
+        assert_eq!(p.groups()[&5].settle_next, 200 * MS);
         // group 1 comes back (same id): tracked afresh, unsettled
         assert_eq!(p.sync(&live(&[1, 2, 5]), 400 * MS), (vec![1], vec![]));
         let g = &p.groups()[&1];
