@@ -19,6 +19,8 @@ Checks of every cell (docs/reliability.md explains them and the bounds):
              every thread was created, and stress-ng exited 0 with bogo ops > 0 per stressor
   idle-wait  idle_waiting_max_us (the scheduler's own scan: a CPU idle while a task allowed
              on it waited) <= idle_wait_bound_us(CPUs); "n/a" when the counters are absent
+Reported, not yet asserted (issue 14 derives its bound): wait_max_us, the longest runnable
+wait the scheduler measured in the cell (wait.bpf.c).
 """
 
 import argparse
@@ -127,7 +129,7 @@ def judge(g, cell):
     """Judges one cell from the guest's report; returns a dict with status and details."""
     v = {k[len(cell) + 1:]: val for k, val in g.values.items() if k.startswith(cell + "_")}
     res = {"cell": cell, "status": "ok", "problems": [], "idle_wait_us": "n/a",
-           "secs": v.get("cell_s", "?")}
+           "wait_max_us": "n/a", "secs": v.get("cell_s", "?")}
     bad = res["problems"]
     ncpus = int(re.search(r"cpus=(\d+)", g.values.get("topo", "cpus=1")).group(1))
     if "cell_rc" not in v:
@@ -159,6 +161,7 @@ def judge(g, cell):
         else:
             if s["exit"]["kind"] >= 1024:
                 bad.append(f"ejected: {s['exit']}")
+            res["wait_max_us"] = s.get("wait_max_us", "n/a")
             if "idle_waiting_max_us" in s:
                 res["idle_wait_us"] = s["idle_waiting_max_us"]
                 res["idle_wait_scans"] = s.get("idle_waiting_scans")
@@ -232,8 +235,9 @@ def table(results):
             if c is None:
                 cells.append("")
             elif c["status"] == "ok":
-                iw = c["idle_wait_us"]
-                cells.append("ok" if iw == "n/a" else f"ok ({iw / 1000:.0f} ms)")
+                iw, w = c["idle_wait_us"], c.get("wait_max_us", "n/a")
+                ms = [f"{x / 1000:.0f} ms" if x != "n/a" else "n/a" for x in (iw, w)]
+                cells.append("ok" if iw == w == "n/a" else f"ok ({ms[0]}; {ms[1]})")
             else:
                 cells.append(c["status"])
         lines.append(f"| {r['kernel'].removesuffix('-cloud-amd64')} | {r['topo']} | {r['secs']} | "
