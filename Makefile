@@ -54,6 +54,15 @@ lint: build test-deps
 	cargo fmt --check
 	cargo clippy --release -- -D warnings
 	clang-format-19 --dry-run -Werror scheduler/src/bpf/*.c scheduler/src/bpf/*.h
+	@$(MAKE) --no-print-directory package-check
+
+# The scheduler crate can be published: it packages, with its BPF sources and README
+# (no verify build here: `make build` already built the same sources).
+.PHONY: package-check
+package-check:
+	cargo package -p scx_mosaic --no-verify --allow-dirty --offline -q
+	cargo package -p scx_mosaic --list --allow-dirty --offline | grep -qx src/bpf/main.bpf.c
+	cargo package -p scx_mosaic --list --allow-dirty --offline | grep -qx README.md
 
 # Every seed claim as an A/B in the simulator (mosaic-sim) -> docs/sim-report.md
 .PHONY: sim-report

@@ -44,7 +44,7 @@ def test_install_lays_down_binary_unit_and_config(destdir):
     assert "Type=simple" in unit and "Restart=on-failure" in unit
     exec_start = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
     assert exec_start == [
-        "ExecStart=/usr/local/bin/scx_mosaic --config /etc/scx_mosaic/config.toml --stats 0"]
+        "ExecStart=/usr/local/bin/scx_mosaic --config /etc/scx_mosaic/config.toml"]
     assert (destdir / CONFIG).read_text() == (REPO / "packaging/config.toml").read_text()
 
     # the installed binary accepts the installed config: it gets past parsing to the

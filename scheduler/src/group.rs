@@ -193,7 +193,7 @@ impl Balancer {
                 .unwrap_or_default();
             groups.insert(id, sum_percpu_u64s(&per_cpu, n));
         }
-        if let Some((id, p)) = self.policy.tick(now_ns, &part, &groups) {
+        for (id, p) in self.policy.tick(now_ns, &part, &groups) {
             Self::write_pref(skel, id, Some(p))?;
         }
         Ok(())
@@ -266,11 +266,10 @@ mod tests {
         // what tick() does with a scan that found a/b, and its runtime
         assert_eq!(b.policy.sync(&BTreeSet::from([42]), 0).0, [42]);
         b.paths.insert(42, "a/b".into());
+        let runtime = BTreeMap::from([(42, vec![150, 50])]);
+        assert_eq!(b.policy.tick(50_000_000, &[150, 50], &runtime), []);
         let runtime = BTreeMap::from([(42, vec![300, 100])]);
-        assert_eq!(
-            b.policy.tick(100_000_000, &[300, 100], &runtime),
-            Some((42, 0))
-        );
+        assert_eq!(b.policy.tick(100_000_000, &[300, 100], &runtime), [(42, 0)]);
         assert_eq!(b.summary(), "groups: a/b->p0 excl 0.75");
         let json = b.to_json();
         let m: crate::stats::GroupBalancerMetrics = serde_json::from_value(json.clone()).unwrap();

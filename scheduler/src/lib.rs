@@ -14,3 +14,19 @@ pub mod topology;
 pub mod tunables;
 
 pub use opts::Opts;
+
+/// `--version`: the crate version, the git commit it was built from (when
+/// built from a checkout) and the target, as the scx crates print theirs.
+pub static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let sha = env!("MOSAIC_GIT_SHA");
+    let commit = if sha.is_empty() {
+        String::new()
+    } else {
+        format!("-g{sha}")
+    };
+    format!(
+        "{}{commit} {}",
+        env!("CARGO_PKG_VERSION"),
+        env!("MOSAIC_TARGET")
+    )
+});

@@ -95,7 +95,8 @@ struct Scheduler<'a> {
 impl<'a> Scheduler<'a> {
     /// Opens the skeleton, writes @plan's tunables, loads, attaches.
     fn init(opts: &Opts, plan: &LoadPlan, object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
-        let builder = BpfSkelBuilder::default();
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(opts.verbose);
         let mut open = scx_utils::scx_ops_open!(
             builder,
             object,
@@ -104,6 +105,9 @@ impl<'a> Scheduler<'a> {
         )?;
         if opts.timeout_ms > 0 {
             open.struct_ops.mosaic_ops_mut().timeout_ms = opts.timeout_ms;
+        }
+        if opts.exit_dump_len > 0 {
+            open.struct_ops.mosaic_ops_mut().exit_dump_len = opts.exit_dump_len;
         }
         // let the kernel queue remote wakeups where it can (seed 001's other half)
         if let Ok(flag) =

@@ -5,11 +5,12 @@ use clap::Parser;
 use std::path::PathBuf;
 
 const EXAMPLES: &str = "Examples:
-  scx_mosaic                        run with defaults, stats every second
+  scx_mosaic                        run with defaults, quietly
+  scx_mosaic --stats 1              live stats every second
   scx_mosaic --shard-size 2         smaller shards (less lock contention)
   scx_mosaic --no-shared-runq       seed 000's NO_SHARED_RUNQ baseline
-  scx_mosaic --stats 0 --stats-file /tmp/mosaic.json
-                                    quiet; final counters as JSON on exit
+  scx_mosaic --stats-file /tmp/mosaic.json
+                                    final counters as JSON on exit
   scx_mosaic --config ./mosaic.toml --stats 5
                                     options from a TOML file (shard-size = 2,
                                     no-shared-runq = true, ...); flags win
@@ -25,7 +26,7 @@ install` puts an example there and a systemd unit, scx_mosaic.service).";
 
 /// Mosaic: a sched_ext CPU scheduler with a sharded per-LLC shared runqueue.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "scx_mosaic", version, after_help = EXAMPLES)]
+#[command(name = "scx_mosaic", version = crate::VERSION.as_str(), after_help = EXAMPLES)]
 pub struct Opts {
     /// CPUs per shard of each LLC's shared runqueue (SMT cores are never
     /// split). Default: the CPUs sharing an L2, clamped to 2..=8.
@@ -89,8 +90,9 @@ pub struct Opts {
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub slice_us: u64,
 
-    /// Print live stats every this many seconds (0: never).
-    #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
+    /// Print live stats every this many seconds (default 0: never, as scx
+    /// schedulers print nothing periodic unless asked).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_interval)]
     pub stats: f64,
 
     /// Load nothing: print the stats of the scx_mosaic already running
@@ -115,6 +117,15 @@ pub struct Opts {
     /// running; the cost per call goes into the exit line and --stats-file.
     #[arg(long)]
     pub bpf_stats: bool,
+
+    /// Bytes of the kernel's debug dump kept when the scheduler is ejected
+    /// (0: the kernel's default).
+    #[arg(long, default_value_t = 0)]
+    pub exit_dump_len: u32,
+
+    /// Print libbpf's debug output while loading (-v).
+    #[arg(short, long)]
+    pub verbose: bool,
 
     /// Test switch: lose every task with this command name, so that the
     /// kernel's watchdog ejects the scheduler.
@@ -141,6 +152,33 @@ fn parse_period(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nothing_periodic_unless_asked() {
+        let opts = Opts::try_parse_from(["scx_mosaic"]).unwrap();
+        assert_eq!(opts.stats, 0.0);
+        let opts = Opts::try_parse_from(["scx_mosaic", "--stats", "1", "-v"]).unwrap();
+        assert_eq!((opts.stats, opts.verbose), (1.0, true));
+    }
+
+    #[test]
+    fn version_names_the_commit_and_target() {
+        let err = Opts::try_parse_from(["scx_mosaic", "--version"]).unwrap_err();
+        let out = err.to_string();
+        let sha = env!("MOSAIC_GIT_SHA");
+        assert!(
+            out.starts_with(&format!("scx_mosaic {}", env!("CARGO_PKG_VERSION"))),
+            "{out}"
+        );
+        assert!(out.contains(env!("MOSAIC_TARGET")), "{out}");
+        // built from a git checkout (as here): the commit is named
+        if std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.git")).exists() {
+            assert!(
+                sha.len() >= 7 && out.contains(&format!("-g{sha} ")),
+                "{out}"
+            );
+        }
+    }
 
     #[test]
     fn intervals_must_be_non_negative_numbers() {

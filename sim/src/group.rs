@@ -63,7 +63,7 @@ impl Balancer {
                 (id, total)
             })
             .collect();
-        if let Some((cgid, p)) = self.policy.tick(e.now, &part, &groups) {
+        for (cgid, p) in self.policy.tick(e.now, &part, &groups) {
             write_pref(e, cgid, Some(p));
         }
     }

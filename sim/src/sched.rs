@@ -40,6 +40,11 @@ pub const RUNTIME_ONLY_FLAGS: &[(&str, &str)] = &[
     ),
     ("help-stats", "describes the stats fields"),
     ("bpf-stats", "has the kernel time the BPF programs"),
+    (
+        "exit-dump-len",
+        "sizes the kernel's debug dump at an ejection",
+    ),
+    ("verbose", "prints libbpf's debug output while loading"),
 ];
 
 /// What loading produced: the settings written, the ops flags the loader
@@ -207,6 +212,7 @@ mod tests {
             "stats" => (vec![], Some("0")),
             "stats-file" => (vec![], Some("/tmp/stats.json")),
             "monitor" => (vec![], Some("1")),
+            "exit-dump-len" => (vec![], Some("65536")),
             _ => (vec![], None),
         }
     }
@@ -215,9 +221,10 @@ mod tests {
     /// what the BPF side runs with (.rodata, the ops table) or the group
     /// balancer must be accepted by the simulator's parser and change what
     /// it loads. Runtime-only flags (RUNTIME_ONLY_FLAGS: --stats,
-    /// --stats-file, --monitor, --help-stats, --bpf-stats) are excluded:
-    /// they only print, measure or read stats in the running scx_mosaic, so
-    /// they must change none of its settings, and the simulator refuses them.
+    /// --stats-file, --monitor, --help-stats, --bpf-stats, --exit-dump-len,
+    /// --verbose) are excluded: they only print, measure or read stats in the
+    /// running scx_mosaic, or size the kernel's dump at an ejection, so they
+    /// must change none of its settings, and the simulator refuses them.
     /// --help and --version are clap's, not listed by Opts::command().
     #[test]
     fn every_flag_that_changes_bpf_settings_reaches_the_simulator() {

@@ -215,12 +215,12 @@ static __always_inline s32 group_away_part(struct task_struct *p,
 	return part;
 }
 
-/* @p's slice ended on @cpu, outside its group's partition: an idle CPU in. */
+/* @p's slice ended on @cpu, outside its group's partition @part: an idle CPU
+ * there, -1 if none. */
 static __always_inline s32 group_target(struct task_struct *p,
-					struct task_ctx *tctx, s32 cpu)
+					struct task_ctx *tctx, s32 part,
+					s32 cpu)
 {
-	s32 part = group_away_part(p, tctx, cpu);
-
 	if (part < 0)
 		return -1;
 	return pick_idle_in(p, tctx->util, part_cpus(part), cpu);
@@ -257,14 +257,14 @@ static __always_inline s32 group_swap_cpu(struct task_struct *p, s32 part,
 }
 
 /*
- * @p's slice ended on @cpu, outside its group's partition, and no CPU there
- * idles: take the CPU of a task that belongs here, preempting it; its own
- * requeue (enqueue, not a wakeup) then brings it here. True if @p went.
+ * @p's slice ended on @cpu, outside its group's partition @part, and no CPU
+ * there idles: take the CPU of a task that belongs here, preempting it; its
+ * own requeue (enqueue, not a wakeup) then brings it here. True if @p went.
  */
-static __always_inline bool
-group_swap(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
+static __always_inline bool group_swap(struct task_struct *p, s32 part, s32 cpu,
+				       u64 enq_flags)
 {
-	s32 other = group_swap_cpu(p, group_away_part(p, tctx, cpu), cpu);
+	s32 other = group_swap_cpu(p, part, cpu);
 
 	if (other < 0)
 		return false;
@@ -275,21 +275,32 @@ group_swap(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 enq_flags)
 }
 
 /*
- * ops.tick of @p (context @tctx) on @cpu: if it runs outside its group's
- * partition and can go (a CPU there idles, or runs a task that belongs
- * here), end its slice now so that its requeue moves it. At most once per
- * slice of its running time, as the seed checks once per gb_period.
+ * ops.tick of @p (context @tctx) on @cpu, at most once per slice of its
+ * running time (as the seed checks once per gb_period): refresh the partition
+ * its CPU's running_pref says it prefers (its group may have settled since it
+ * started running: a task that keeps its CPU from slice to slice never passes
+ * group_running() again, and the swap would never find it), and if it runs
+ * outside that partition and can go (a CPU there idles, or runs a task that
+ * belongs here), end its slice now so that its requeue moves it.
  */
 static __always_inline void group_tick(struct task_struct *p,
 				       struct task_ctx *tctx, s32 cpu, u64 now)
 {
 	const struct cpumask *idle, *mask;
-	s32 part = group_away_part(p, tctx, cpu);
+	s32 part, *slot;
 	bool go;
 
-	if (part < 0 || time_before(now, tctx->group_checked_at + slice_ns))
+	if (!group_balancer ||
+	    time_before(now, tctx->group_checked_at + slice_ns))
 		return;
 	tctx->group_checked_at = now;
+	part = group_part(tctx);
+	slot = &running_pref[cpu_idx(cpu)];
+	if (*slot != part)
+		*slot = part;
+	if (part < 0 || part_of(cpu) == part ||
+	    p->nr_cpus_allowed != nr_cpu_ids)
+		return;
 	mask = part_cpus(part);
 	if (!mask)
 		return;
@@ -304,17 +315,17 @@ static __always_inline void group_tick(struct task_struct *p,
 
 /*
  * The CPU on whose shard @p, on @cpu, should queue: @cpu, or for a task of a
- * settled group outside its partition, a CPU of the partition (so that the
- * partition's CPUs pull it, and foreign tasks drift out as theirs drift in).
+ * settled group outside its partition @part (group_away_part()), a CPU of the
+ * partition (so that the partition's CPUs pull it, and foreign tasks drift
+ * out as theirs drift in).
  */
-static __always_inline s32 group_queue_cpu(struct task_struct *p,
-					   struct task_ctx *tctx, s32 cpu)
+static __always_inline s32 group_queue_cpu(struct task_struct *p, s32 part,
+					   s32 cpu)
 {
 	const struct cpumask *mask;
-	s32 part = group_part(tctx), target;
+	s32 target;
 
-	if (part < 0 || part_of(cpu) == part ||
-	    p->nr_cpus_allowed != nr_cpu_ids || task_is_pinned(p))
+	if (part < 0 || task_is_pinned(p))
 		return cpu;
 	mask = part_cpus(part);
 	if (!mask)

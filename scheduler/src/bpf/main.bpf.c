@@ -90,18 +90,19 @@ s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 /*
  * @p, on @cpu, was put back at its slice end (or preempted): move it if it is
- * too big for @cpu or outside its group's partition - to an idle CPU where it
- * belongs, or by swapping with a task that belongs here. True if it went.
+ * too big for @cpu or outside its group's partition @away (group_away_part(),
+ * -1: inside or none) - to an idle CPU where it belongs, or by swapping with a
+ * task that belongs here. True if it went.
  */
 static __always_inline bool move_requeued(struct task_struct *p,
 					  struct task_ctx *tctx, s32 cpu,
-					  u64 enq_flags)
+					  s32 away, u64 enq_flags)
 {
 	return send_to_idle(p, misfit_target(p, tctx, cpu), enq_flags,
 			    STAT_MISFIT_MOVES) ||
-	       send_to_idle(p, group_target(p, tctx, cpu), enq_flags,
-			    STAT_GROUP_MOVES) ||
-	       group_swap(p, tctx, cpu, enq_flags);
+	       (away >= 0 && (send_to_idle(p, group_target(p, tctx, away, cpu),
+					   enq_flags, STAT_GROUP_MOVES) ||
+			      group_swap(p, away, cpu, enq_flags)));
 }
 
 /*
@@ -116,7 +117,8 @@ static __always_inline void enqueue_last(struct task_struct *p,
 					 struct task_ctx *tctx, s32 cpu,
 					 u64 enq_flags)
 {
-	if (tctx && move_requeued(p, tctx, cpu, enq_flags))
+	if (tctx && move_requeued(p, tctx, cpu, group_away_part(p, tctx, cpu),
+				  enq_flags))
 		return;
 	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
 		queue_task(p, cpu, enq_flags);
@@ -131,7 +133,7 @@ static __always_inline void enqueue_last(struct task_struct *p,
 void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
-	s32 cpu = scx_bpf_task_cpu(p), target;
+	s32 cpu = scx_bpf_task_cpu(p), target, away;
 
 	if (debug_should_drop(p)) {
 		stat_inc(STAT_DEBUG_DROPS);
@@ -158,11 +160,12 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/* slice over on a CPU too small for it, or outside its partition */
+	away = group_away_part(p, tctx, cpu);
 	if (!(enq_flags & SCX_ENQ_WAKEUP) &&
-	    move_requeued(p, tctx, cpu, enq_flags))
+	    move_requeued(p, tctx, cpu, away, enq_flags))
 		return;
 
-	cpu = group_queue_cpu(p, tctx, cpu);
+	cpu = group_queue_cpu(p, away, cpu);
 	queue_task(p, cpu, enq_flags);
 	kick_for(p, cpu);
 }

@@ -101,10 +101,33 @@ static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 }
 
 /*
+ * An idle CPU of @dom (NULL: any) to kick for @p, just queued on @cpu's shard,
+ * claimed; -1 if none. On big.LITTLE machines one that @p fits, and one it
+ * does not fit only if another task waits on that shard too: a big task
+ * waits a moment for a big CPU rather than run a slice on a little one, which
+ * the misfit move would undo (seed 002), but idle little CPUs still take load
+ * that big ones cannot absorb.
+ */
+static __always_inline s32 claim_idle_for(struct task_struct *p, s32 cpu,
+					  const struct cpumask *dom)
+{
+	struct task_ctx *tctx;
+	s32 idle;
+
+	if (!asym_capacity || !(tctx = task_ctx_of(p)))
+		return scx_bpf_pick_idle_cpu(dom ? dom : p->cpus_ptr, 0);
+	idle = pick_idle_by_capacity(p, tctx->util, cpu, dom, CAP_FIT_ONLY);
+	if (idle >= 0 || scx_bpf_dsq_nr_queued(shard_dsq_id(shard_of(cpu))) < 2)
+		return idle;
+	return pick_idle_by_capacity(p, tctx->util, cpu, dom, CAP_BEST_FIT);
+}
+
+/*
  * @p was just queued on @cpu's queues: wake @cpu if idle, else, for a task on
- * a shard that any CPU of the LLC may run, an idle CPU of the LLC. With none
- * there, the task waits for a steal from another LLC: raise the overload
- * flag and wake an idle CPU elsewhere to come and steal.
+ * a shard that any CPU of the LLC may run, an idle CPU of the LLC (one @p
+ * fits, see claim_idle_for()). With none there, the task waits for a steal
+ * from another LLC: raise the overload flag and wake an idle CPU elsewhere to
+ * come and steal.
  */
 static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 {
@@ -119,14 +142,14 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 		return;
 	if (p->nr_cpus_allowed == nr_cpu_ids) {
 		llc_mask = llc_cpus(llc_of(cpu));
-		idle = llc_mask ? scx_bpf_pick_idle_cpu(llc_mask, 0) : -1;
+		idle = llc_mask ? claim_idle_for(p, cpu, llc_mask) : -1;
 		if (idle >= 0) {
 			kick_claimed(idle);
 			return;
 		}
 	}
 	overload_set();
-	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	idle = claim_idle_for(p, cpu, NULL);
 	if (idle >= 0)
 		kick_claimed(idle);
 }
