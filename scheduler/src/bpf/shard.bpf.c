@@ -168,6 +168,26 @@ static __always_inline bool dsq_head_vtime(u64 dsq_id, u64 *vtime)
 	return true;
 }
 
+/*
+ * Whether @cpu should take the head of @dsq, a sibling shard: on big.LITTLE
+ * machines a head too big for @cpu only if another task waits behind it (a
+ * CPU it fits will take that one), as kick_for() wakes no little CPU for a
+ * lone big task: it waits at most a slice for a big CPU rather than run a
+ * slice on a little one that the misfit move then undoes (seed 002).
+ */
+static __always_inline bool head_suits(s32 cpu, u64 dsq)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+
+	if (!asym_capacity || scx_bpf_dsq_nr_queued(dsq) != 1)
+		return true;
+	p = __COMPAT_scx_bpf_dsq_peek(dsq);
+	if (!p || !(tctx = task_ctx_of(p)))
+		return true;
+	return cpu_fits_task(cpu, tctx->util);
+}
+
 /* Move the first task @cpu may run from @dsq to its local DSQ; count it. */
 static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat)
 {
@@ -225,7 +245,8 @@ static __always_inline bool pull_older_sibling(s32 cpu)
 			break;
 		s = first + (own + i) % n;
 		if (dsq_head_vtime(shard_dsq_id(s), &vtime) &&
-		    time_before(vtime, oldest)) {
+		    time_before(vtime, oldest) &&
+		    head_suits(cpu, shard_dsq_id(s))) {
 			oldest = vtime;
 			dsq = shard_dsq_id(s);
 		}
@@ -248,7 +269,7 @@ static __always_inline bool pull_sibling_shards(s32 cpu)
 		if (i >= MAX_SHARDS_PER_LLC)
 			break;
 		dsq = shard_dsq_id(first + (own + i) % n);
-		if (scx_bpf_dsq_nr_queued(dsq) &&
+		if (scx_bpf_dsq_nr_queued(dsq) && head_suits(cpu, dsq) &&
 		    pull_from(dsq, STAT_SHARD_PULLS_SIBLING))
 			return true;
 	}
