@@ -7,6 +7,7 @@ tests/test_group.py the group balancer's partition and parent checks on 2llc-smt
 file covers CPU lists, capacities and the config file, on 1llc (4 CPUs).
 """
 
+import re
 import tomllib
 
 import pytest
@@ -109,7 +110,9 @@ def test_bad_input_is_one_line_and_loads_nothing(guest, n, args, why):
 def test_default_config_is_read_and_flags_win(guest):
     g = guest
     version = tomllib.loads((REPO / "Cargo.toml").read_text())["workspace"]["package"]["version"]
-    assert g["version"] == f"scx_mosaic {version}"
+    # the version, the commit it was built from (a git checkout, as here) and the target
+    assert re.fullmatch(rf"scx_mosaic {re.escape(version)}-g[0-9a-f]{{7,}} \S+-linux-\S+",
+                        g["version"]), g["version"]
     assert g["mosaic_rc"] == "0", g.out
     assert g["state_after"] == "disabled"
     s = g.json["stats"]
