@@ -62,6 +62,8 @@ def test_counters_move_and_agree(lifecycle):
     for key in ("direct_dispatches", "shard_enqueues", "shard_pulls_local", "cpu_enqueues"):
         assert s[key] > 0, f"{key} is 0: {s}"
     assert_counters_consistent(s)
+    print(f"longest runnable wait under hackbench + stress-ng (1llc): {s['wait_max_us']} us, "
+          f"p99 {s['wait_p99_us']} us (TCG, noisy)")
 
 
 def test_bpf_costs_are_measured(lifecycle):

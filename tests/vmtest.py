@@ -81,4 +81,9 @@ def assert_counters_consistent(s):
     assert s["wait_p50_us"] <= s["wait_p99_us"] <= s["wait_p999_us"], s
     assert s["wait_p999_us"] <= max(2, 2 * s["wait_max_us"]), s
     top = max(b for b, n in enumerate(hist) if n)
-    assert 2 ** top <= max(1, s["wait_max_us"]) < 2 ** (top + 1), (top, s["wait_max_us"])
+    assert 2 ** top <= max(1, s["wait_max_us"]), (top, s["wait_max_us"])
+    # the last bucket is open-ended (wait.bpf.c clamps): it holds every wait from 2^23 us
+    # (8.4 s) up - a CI run at c8f9398 recorded 24.2 s there (test_foundation's stress-ng
+    # phase on 1llc; issue 14's starvation, not bounded here)
+    if top < len(hist) - 1:
+        assert s["wait_max_us"] < 2 ** (top + 1), (top, s["wait_max_us"])
