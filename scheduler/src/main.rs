@@ -304,7 +304,19 @@ fn write_stats_file(path: &Path, report: &Value) -> Result<()> {
 /// config key is one line on stderr and exit 2.
 fn parse_opts() -> Opts {
     match config::parse::<Opts>() {
-        Ok(o) => o,
+        Ok(mut o) => {
+            // the watchdog timeout scx_ops_open! takes from the environment,
+            // known before the plan (tunables::wait_target_ns)
+            if o.timeout_ms == 0 {
+                if let Some(ms) = std::env::var("SCX_TIMEOUT_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                {
+                    o.timeout_ms = ms;
+                }
+            }
+            o
+        }
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
             let text = e.to_string();

@@ -16,6 +16,24 @@ use crate::topology::{ShardLayout, Topology};
 use crate::Opts;
 use anyhow::{bail, Result};
 
+/// The kernel's watchdog timeout when the scheduler asks for none
+/// (SCX_WATCHDOG_MAX_TIMEOUT).
+pub const KERNEL_TIMEOUT_MS: u32 = 30_000;
+
+/// The longest runnable wait that vtime.bpf.c's lead bound aims at, for the
+/// watchdog timeout @timeout_ms (0: the kernel's): an eighth of it, so that
+/// the waits the bound does not control (the tasks queued ahead, a busy
+/// host) have room, and at most 500 ms, past which a task's share no longer
+/// needs protecting.
+pub fn wait_target_ns(timeout_ms: u32) -> u64 {
+    let timeout = if timeout_ms == 0 {
+        KERNEL_TIMEOUT_MS
+    } else {
+        timeout_ms
+    };
+    (u64::from(timeout) * 1_000_000 / 8).min(500_000_000)
+}
+
 /// Bytes of the BPF scheduler's debug_drop_comm (the kernel's TASK_COMM_LEN).
 pub const COMM_LEN: usize = bpf_intf::mosaic_limits_MAX_COMM as usize;
 
@@ -36,6 +54,8 @@ pub struct Tunables {
     pub slice_ns: u64,
     /// Period of the scan that clears the overload flag (--overload-scan-us).
     pub overload_scan_ns: u64,
+    /// The longest wait the vtime lead bound aims at (wait_target_ns()).
+    pub wait_target_ns: u64,
     /// Some core runs several hardware threads.
     pub smt_enabled: bool,
     /// CPUs differ in capacity.
@@ -199,6 +219,7 @@ impl Tunables {
             nr_l2s: topo.l2s.len() as u32,
             slice_ns: opts.slice_us * 1000,
             overload_scan_ns: opts.overload_scan_us * 1000,
+            wait_target_ns: wait_target_ns(opts.timeout_ms),
             smt_enabled: topo.smt(),
             asym_capacity: topo.asymmetric(),
             no_shared_runq: opts.no_shared_runq,
@@ -254,6 +275,7 @@ macro_rules! with_tunable_fields {
             nr_l2s,
             slice_ns,
             overload_scan_ns,
+            wait_target_ns,
             smt_enabled,
             asym_capacity,
             no_shared_runq,
@@ -368,12 +390,22 @@ mod tests {
     }
 
     #[test]
+    fn the_wait_target_is_an_eighth_of_the_watchdog_timeout_at_most_500_ms() {
+        assert_eq!(wait_target_ns(0), 500_000_000);
+        assert_eq!(wait_target_ns(2000), 250_000_000);
+        assert_eq!(wait_target_ns(100_000), 500_000_000);
+        let t = plan(&["--timeout-ms=1000"]).unwrap().tunables;
+        assert_eq!(t.wait_target_ns, 125_000_000);
+    }
+
+    #[test]
     fn defaults_are_the_bpf_declarations() {
         let t = plan(&[]).unwrap().tunables;
         assert_eq!((t.nr_cpu_ids, t.nr_llcs, t.nr_l2s), (16, 2, 8));
         // default shard size: an L2 group here (2 CPUs)
         assert_eq!((t.nr_shards, t.slice_ns), (8, 5_000_000));
         assert_eq!(t.overload_scan_ns, 10_000_000);
+        assert_eq!(t.wait_target_ns, 500_000_000);
         assert!(t.cgroup_weights && t.smt_enabled && !t.asym_capacity);
         assert!(!t.no_shared_runq && !t.group_accounting && !t.group_balancer);
         assert_eq!((t.nr_parts, t.cpu_part.len()), (0, 0));

@@ -29,6 +29,10 @@ enum mosaic_limits {
 	MAX_CGROUP_DEPTH = 16,
 	/* vtime lag (in slices) a task keeps when queued again after a slice */
 	REQUEUE_LAG_SLICES = 16,
+	/* an LLC's clock rate: Q16 fixed point, measured over windows of
+	 * this many slices */
+	RATE_SHIFT = 16,
+	CLOCK_RATE_WINDOW_SLICES = 4,
 	/* runnable waits: log2 buckets of microseconds, bucket b holding
 	 * [2^b, 2^(b+1)) us (0: under 2 us, the last: 2^23 us = 8.4 s and up)
 	 */

@@ -284,11 +284,20 @@ void BPF_STRUCT_OPS(mosaic_quiescent, struct task_struct *p, u64 deq_flags)
 		weight_quiescent(tctx);
 }
 
+/* sched_yield(): see vtime_yield(); yielding to a given task is not done. */
+bool BPF_STRUCT_OPS(mosaic_yield, struct task_struct *from,
+		    struct task_struct *to)
+{
+	if (!to)
+		vtime_yield(from);
+	return false;
+}
+
 void BPF_STRUCT_OPS(mosaic_enable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 
-	vtime_enable(p);
+	vtime_enable(p, tctx);
 	if (tctx)
 		util_init(tctx, scx_bpf_now());
 }
@@ -313,6 +322,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(mosaic_init)
 	s32 ret = topo_init();
 
 	if (!ret)
+		vtime_init();
+	if (!ret)
 		ret = shard_init();
 	if (!ret)
 		ret = gate_init();
@@ -336,6 +347,7 @@ SCX_OPS_DEFINE(mosaic_ops,
 	       .runnable	= (void *)mosaic_runnable,
 	       .quiescent	= (void *)mosaic_quiescent,
 	       .tick		= (void *)mosaic_tick,
+	       .yield		= (void *)mosaic_yield,
 	       .enable		= (void *)mosaic_enable,
 	       .init_task	= (void *)mosaic_init_task,
 	       .cgroup_init	= (void *)mosaic_cgroup_init,

@@ -30,6 +30,8 @@ const volatile u32 nr_parts;	      /* CPU partitions of the group balancer */
 const volatile bool cgroup_weights = true; /* honour cgroup cpu.weight */
 /* period of the overload gate's scan */
 const volatile u64 overload_scan_ns = 10000000;
+/* longest wait the vtime lead bound aims at (vtime.bpf.c) */
+const volatile u64 wait_target_ns = 500000000;
 /* test switch: lose every task with this command name */
 const volatile char debug_drop_comm[MAX_COMM];
 
@@ -76,6 +78,9 @@ struct task_ctx {
 	u32 queued_weight; /* the weight it counts with there */
 	u64 runnable_at;   /* when it last became runnable, 0: running */
 	u64 group_checked_at; /* last tick that checked its partition */
+	u64 last_charge;      /* vtime its current or last run cost it */
+	u32 vtime_llc;	      /* LLC whose clock its vtime is relative to */
+	bool vtime_queued;    /* it waits in a vtime-ordered queue */
 };
 
 struct {

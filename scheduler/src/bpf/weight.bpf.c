@@ -141,15 +141,16 @@ static __always_inline u64 task_share_weight(struct task_struct *p,
 	return eff ?: 1;
 }
 
-/* Runtime @ran of @p in vtime units: scaled by 100 / its share's weight. */
-static __always_inline u64 weighted_runtime(struct task_struct *p,
-					    struct task_ctx *tctx, u64 ran)
+/*
+ * @p's share of the machine in Q16 (a nice 0 task of the root cgroup:
+ * 100 << WEIGHT_SHIFT): its nice weight, times its cgroups' shares if any.
+ */
+static __always_inline u64 task_share(struct task_struct *p,
+				      struct task_ctx *tctx)
 {
-	u64 w = p->scx.weight ?: 100;
-
 	if (!tctx || !tctx->wcg_queued)
-		return ran * 100 / w;
-	return (ran * 100 << WEIGHT_SHIFT) / task_share_weight(p, tctx);
+		return (u64)(p->scx.weight ?: 100) << WEIGHT_SHIFT;
+	return task_share_weight(p, tctx);
 }
 
 s32 BPF_STRUCT_OPS(mosaic_cgroup_init, struct cgroup *cgrp,
