@@ -46,3 +46,50 @@ def test_a_guest_that_boots_is_booted_once():
     assert p.returncode == 3, p.stderr
     assert p.stdout.strip() == "hello"
     assert "retrying" not in p.stderr, p.stderr
+
+
+def print_accel(tmp_path, accel=None, kvm_dev=True, qemu_rc=0):
+    """vm/run --print-accel with MOSAIC_ACCEL @accel, a fake KVM device (present or not) and a
+    fake QEMU whose probe exits @qemu_rc; returns the CompletedProcess."""
+    qemu = tmp_path / "qemu"
+    qemu.write_text(f"#!/bin/sh\ncat >/dev/null\nexit {qemu_rc}\n")
+    qemu.chmod(0o755)
+    dev = tmp_path / "kvm"
+    if kvm_dev:
+        dev.write_text("")
+    elif dev.exists():
+        dev.unlink()
+    env = dict(os.environ, MOSAIC_QEMU=str(qemu), MOSAIC_KVM_DEV=str(dev))
+    env.pop("MOSAIC_ACCEL", None)
+    if accel is not None:
+        env["MOSAIC_ACCEL"] = accel
+    return subprocess.run([str(REPO / "vm/run"), "--print-accel"], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_kvm_is_chosen_only_when_qemu_starts_a_machine_with_it(tmp_path):
+    assert print_accel(tmp_path).stdout == "kvm\n"
+    # a device that opens is not enough: QEMU must accept -accel kvm -cpu host
+    assert print_accel(tmp_path, qemu_rc=134).stdout == "tcg\n"
+    assert print_accel(tmp_path, kvm_dev=False).stdout == "tcg\n"
+    assert print_accel(tmp_path, accel="tcg").stdout == "tcg\n"
+
+
+def test_asking_for_kvm_where_it_is_unusable_fails_in_one_line(tmp_path):
+    for p in (print_accel(tmp_path, accel="kvm", kvm_dev=False),
+              print_accel(tmp_path, accel="kvm", qemu_rc=1),
+              print_accel(tmp_path, accel="fast")):
+        assert p.returncode == 2, p.stderr
+        assert p.stdout == "" and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "not usable" in print_accel(tmp_path, accel="kvm", kvm_dev=False).stderr
+
+
+def test_this_host_runs_the_accelerator_vm_run_reports():
+    # what the README says about these machines: /dev/kvm may exist, but QEMU refuses the
+    # host CPU model, so every figure here is TCG (`vm/run -v` names it per run)
+    p = subprocess.run([str(REPO / "vm/run"), "--print-accel"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout in ("kvm\n", "tcg\n"), p
+    v = vm_run(["--topo", "1cpu", "--timeout", "120", "-v"], "true")
+    assert v.returncode == 0, v.stderr
+    assert f"accelerator {p.stdout.strip()}" in v.stderr, v.stderr

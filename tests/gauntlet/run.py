@@ -19,8 +19,8 @@ Checks of every cell (docs/reliability.md explains them and the bounds):
              every thread was created, and stress-ng exited 0 with bogo ops > 0 per stressor
   idle-wait  idle_waiting_max_us (the scheduler's own scan: a CPU idle while a task allowed
              on it waited) <= idle_wait_bound_us(CPUs); "n/a" when the counters are absent
-Reported, not yet asserted (issue 14 derives its bound): wait_max_us, the longest runnable
-wait the scheduler measured in the cell (wait.bpf.c).
+  wait       wait_max_us, the longest runnable wait the scheduler measured in the cell
+             (wait.bpf.c) <= wait_bound_us(CPUs, most runnable tasks seen in the cell)
 """
 
 import argparse
@@ -61,6 +61,23 @@ IDLE_WAIT_MIN_BOUND_US = 250_000
 def idle_wait_bound_us(ncpus):
     """The wasted-core bound for a guest of @ncpus vCPUs under TCG."""
     return max(IDLE_WAIT_MIN_BOUND_US, (ncpus - 1) * TCG_KICK_PERIOD_US)
+
+
+# The runnable-wait bound. vtime.bpf.c queues no task further ahead of its LLC's clock than
+# the clock covers in WAIT_TARGET_US (tunables::wait_target_ns for the kernel's default 30 s
+# watchdog, which the gauntlet keeps); behind that lead a task waits for at most one turn of
+# each task runnable with it on its CPUs. A turn is a slice on hardware; under single-threaded
+# TCG a vCPU that took the host thread keeps it up to TCG_KICK_PERIOD, so a turn is counted as
+# that. On top, the kicked vCPU's own wait for the host thread: (CPUs - 1) kick periods.
+WAIT_TARGET_US = 500_000
+SLICE_US = 5_000
+
+
+def wait_bound_us(ncpus, runnable):
+    """The longest runnable wait a cell may see with at most @runnable runnable tasks."""
+    turns = -(-max(runnable, ncpus) // ncpus)
+    turn_us = max(SLICE_US, TCG_KICK_PERIOD_US)
+    return WAIT_TARGET_US + turns * turn_us + (ncpus - 1) * TCG_KICK_PERIOD_US
 DISABLE_BOUND_MS = 10_000
 BAD_RE = re.compile(r"BUG|WARNING|Oops|Call Trace|sched_ext:.*(error|stall)|rcu.*stall"
                     r"|blocked for more than")
@@ -162,6 +179,14 @@ def judge(g, cell):
             if s["exit"]["kind"] >= 1024:
                 bad.append(f"ejected: {s['exit']}")
             res["wait_max_us"] = s.get("wait_max_us", "n/a")
+            if "wait_max_us" in s and "runnable_max" not in v:
+                bad.append("the guest reported no runnable count (runnable_max)")
+            elif "wait_max_us" in s:
+                bound = wait_bound_us(ncpus, int(v["runnable_max"]))
+                res["wait_bound_us"] = bound
+                if s["wait_max_us"] > bound:
+                    bad.append(f"a runnable task waited {s['wait_max_us']} us (bound {bound} us "
+                               f"for {v['runnable_max']} runnable on {ncpus} CPUs)")
             if "idle_waiting_max_us" in s:
                 res["idle_wait_us"] = s["idle_waiting_max_us"]
                 res["idle_wait_scans"] = s.get("idle_waiting_scans")

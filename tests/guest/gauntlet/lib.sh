@@ -18,10 +18,36 @@ now() { cut -d. -f1 /proc/uptime; }
 # Milliseconds since boot (10 ms resolution).
 ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 
+# Sample the number of runnable tasks (/proc/loadavg's 4th field, before the slash) every
+# 100 ms in the background, keeping the largest in /tmp/g.runnable, until runnable_stop.
+runnable_start() {
+    echo 0 >/tmp/g.runnable
+    (
+        max=0
+        while :; do
+            read -r _ _ _ rt _ </proc/loadavg
+            n=${rt%/*}
+            [ "$n" -gt "$max" ] && max=$n && echo $max >/tmp/g.runnable
+            sleep 0.1
+        done
+    ) &
+    RUNNABLE_PID=$!
+    echo $RUNNABLE_PID >/tmp/g.runnable.pid
+}
+
+# Stop the sampler; report the largest runnable count it saw as runnable_max.
+runnable_stop() {
+    kill "$RUNNABLE_PID" 2>/dev/null
+    wait "$RUNNABLE_PID" 2>/dev/null
+    rm -f /tmp/g.runnable.pid
+    r runnable_max "$(cat /tmp/g.runnable)"
+}
+
 # Start scx_mosaic with extra flags "$@" (and $GAUNTLET_MOSAIC_FLAGS), quiet, final counters
-# to /tmp/g.$CELL.json.
+# to /tmp/g.$CELL.json; start the runnable sampler.
 g_start() {
     rm -f /tmp/g.$CELL.json
+    runnable_start
     # shellcheck disable=SC2086
     if ! start_mosaic --stats 0 --stats-file /tmp/g.$CELL.json $GAUNTLET_MOSAIC_FLAGS "$@" \
         >/tmp/g.start 2>&1; then
@@ -30,8 +56,10 @@ g_start() {
     fi
 }
 
-# Stop scx_mosaic with SIGINT; report its status, the state after, its counters.
+# Stop scx_mosaic with SIGINT; report its status, the state after, its counters, and the
+# runnable count.
 g_stop() {
+    runnable_stop
     kill -INT $MOSAIC_PID 2>/dev/null
     wait $MOSAIC_PID
     r mosaic_rc $?

@@ -22,8 +22,10 @@ for CELL in "$@"; do
     (. $G/$CELL.sh)
     r cell_rc $?
     r cell_s $(($(now) - t0))
-    # never leave a scheduler behind for the next cell
+    # never leave a scheduler (or the runnable sampler) behind for the next cell
     for p in $(pidof scx_mosaic); do kill -INT "$p"; done
+    [ -f /tmp/g.runnable.pid ] && kill "$(cat /tmp/g.runnable.pid)" 2>/dev/null
+    rm -f /tmp/g.runnable.pid
     dmesg | sed 's/^\[[ 0-9.]*\] //' >/tmp/g.dmesg
     r sched_log "$(grep 'sched_ext' /tmp/g.dmesg | sort | uniq -c | sed 's/^ *//' | tr '\n' '|')"
     r dmesg_bad "$(grep -cE "$BAD_RE" /tmp/g.dmesg)"
