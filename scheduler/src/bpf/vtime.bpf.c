@@ -13,12 +13,15 @@
  * Each LLC keeps a clock: the largest vtime of a task that started running
  * there from one of its queues (a task put straight on an idle CPU was
  * ordered against nothing and leaves the clock alone), moved with one
- * compare-and-swap. A queued task's vtime
- * is kept in a window around its LLC's clock:
- * - behind it by at most one slice if it wakes up (a sleeper keeps at most
- *   a slice of credit, so it cannot monopolise the LLC on wakeup), by at
- *   most REQUEUE_LAG_SLICES if it was runnable all along (a heavy-weight task
- *   legitimately trails the clock, which the lightest task set);
+ * compare-and-swap. A queued task's vtime is kept in a window around it:
+ * - not behind it at all if the task wakes up: a sleeper keeps no credit, so
+ *   it cannot monopolise the LLC, and the brief runs of woken tasks move the
+ *   clock (with a slice of credit they entered behind it, ran, and left it
+ *   where it was, while a task queued just ahead waited behind an endless
+ *   stream of them: the watchdog's own kworker, 2 s, in hackbench runs);
+ *   at most REQUEUE_LAG_SLICES behind if it was runnable all along (a
+ *   heavy-weight task legitimately trails the clock, which the lightest task
+ *   set);
  * - ahead of it by at most a slice plus what its last run cost it (a task
  *   that ran more than its share on idle CPUs waits about one turn, not
  *   until everyone made up its whole lead), and at most what the clock
@@ -39,16 +42,15 @@
  * lead bound turns a small share into "runs less often" only while the wait
  * stays under wait_target_ns (an eighth of the watchdog timeout, at most
  * 500 ms); every task that waits less keeps its exact share. Measured on
- * 4- and 8-CPU guests (TCG, noisy): under stress-ng with nice 19, SCHED_IDLE
- * and sched_yield loops the longest wait went from 7-24 s to 0.8-1.0 s; under
- * hackbench -g 4 -l 200 on 2llc-smt from 1.3-4.9 s to 0.7-1.2 s. Not yet
- * solved: woken tasks enter at the clock less a slice and, running briefly,
- * do not move it, so a task queued just ahead of the clock can wait behind a
- * stream of them (the watchdog's own kworker, 2 s, in 1 of 3 such runs). One
- * clock per LLC, not one global: it is written whenever a queued task starts,
- * and a single global line would bounce between every CPU of the machine. Tasks
- * compared against each other (in one shard, or across the shards of one
- * LLC) share one clock.
+ * 4- to 16-CPU guests (TCG, noisy): under stress-ng with nice 19, SCHED_IDLE
+ * and sched_yield loops the longest wait went from 7-24 s to 1.0-2.0 s; under
+ * hackbench -g 4 -l 200 with SCX_TIMEOUT_MS=2000 (2llc-smt, 4llc, 16cpu, 3
+ * runs each) from 1.3-4.9 s to 0.5-1.2 s, with one ejection in 9 (the
+ * watchdog's kworker, on 16cpu) against none for scx_p2dq in the same boots.
+ * One clock per LLC, not one global: it is written whenever a queued task
+ * starts, and a single global line would bounce between every CPU of the
+ * machine. Tasks compared against each other (in one shard, or across the
+ * shards of one LLC) share one clock.
  */
 
 /* Per-LLC virtual clock and how fast it moves, one cache line each. */
@@ -112,8 +114,8 @@ static __always_inline void vtime_rebase(struct task_struct *p,
 }
 
 /*
- * Vtime at which @p is queued in @llc: its own, rebased to @llc, and at most
- * one slice behind the clock if it wakes up, REQUEUE_LAG_SLICES if it was
+ * Vtime at which @p is queued in @llc: its own, rebased to @llc, and not
+ * behind the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was
  * runnable all along (it earned that lag by running less than its share);
  * ahead of it by at most a slice plus what its last run cost it, and at most
  * llc_max_lead().
@@ -121,8 +123,8 @@ static __always_inline void vtime_rebase(struct task_struct *p,
 static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
 					    u64 enq_flags)
 {
-	u64 lag = enq_flags & SCX_ENQ_WAKEUP ? slice_ns
-					     : REQUEUE_LAG_SLICES * slice_ns;
+	u64 lag =
+		enq_flags & SCX_ENQ_WAKEUP ? 0 : REQUEUE_LAG_SLICES * slice_ns;
 	struct task_ctx *tctx = task_ctx_of(p);
 	u64 clock, lead, vtime;
 
