@@ -66,18 +66,17 @@ def idle_wait_bound_us(ncpus):
 # The runnable-wait bound. vtime.bpf.c queues no task further ahead of its LLC's clock than
 # the clock covers in WAIT_TARGET_US (tunables::wait_target_ns for the kernel's default 30 s
 # watchdog, which the gauntlet keeps); behind that lead a task waits for at most one turn of
-# each task runnable with it on its CPUs. A turn is a slice on hardware; under single-threaded
-# TCG a vCPU that took the host thread keeps it up to TCG_KICK_PERIOD, so a turn is counted as
-# that. On top, the kicked vCPU's own wait for the host thread: (CPUs - 1) kick periods.
+# each task runnable with it on its CPUs. A turn is a slice (5 ms) on hardware; under
+# single-threaded TCG a vCPU that took the host thread keeps it up to TCG_KICK_PERIOD, so a
+# turn is counted as that. On top, the kicked vCPU's own wait for the host thread: (CPUs - 1)
+# kick periods.
 WAIT_TARGET_US = 500_000
-SLICE_US = 5_000
 
 
 def wait_bound_us(ncpus, runnable):
     """The longest runnable wait a cell may see with at most @runnable runnable tasks."""
     turns = -(-max(runnable, ncpus) // ncpus)
-    turn_us = max(SLICE_US, TCG_KICK_PERIOD_US)
-    return WAIT_TARGET_US + turns * turn_us + (ncpus - 1) * TCG_KICK_PERIOD_US
+    return WAIT_TARGET_US + (turns + ncpus - 1) * TCG_KICK_PERIOD_US
 DISABLE_BOUND_MS = 10_000
 BAD_RE = re.compile(r"BUG|WARNING|Oops|Call Trace|sched_ext:.*(error|stall)|rcu.*stall"
                     r"|blocked for more than")
