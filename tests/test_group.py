@@ -86,8 +86,13 @@ def test_groups_settle_into_distinct_partitions_and_stay_there():
     assert min(a["exclusivity"], b["exclusivity"]) >= 0.9, summary
     base = {x["path"]: x for x in off["group_balancer"]["groups"]}
     assert base["a"]["partition"] is None and base["a"]["settles"] == 0
-    # without the balancer both groups stay spread as they started
-    assert max(base["a"]["exclusivity"], base["b"]["exclusivity"]) < 0.8, base
+    # without the balancer nothing keeps the groups apart or together: once the threads
+    # may run anywhere, load moves mix them, and a group of 4 on two LLCs of 4 CPUs sits
+    # 2:2 about half the time, 3:1 (0.75) about half and 4:0 3 % of the time, so one
+    # group alone may reach 0.8 by chance (CI saw 0.83 with 0.75 for the other; 0.50-0.79
+    # in three runs here). What only the balancer does: both groups at >= 0.9 together.
+    mean_off = (base["a"]["exclusivity"] + base["b"]["exclusivity"]) / 2
+    assert mean_off < 0.9, base
     print("exclusivity with / without the balancer: "
           f"a {a['exclusivity']:.2f} / {base['a']['exclusivity']:.2f}, "
           f"b {b['exclusivity']:.2f} / {base['b']['exclusivity']:.2f}; moves: requeue "
