@@ -144,8 +144,18 @@ static __always_inline s32 idle_cpu_with_own_waiter(void)
 	return found;
 }
 
-/* An idle CPU that a queued task may run on, or -1 if there is none. */
-static __always_inline s32 idle_cpu_for_waiter(void)
+/*
+ * Per CPU, the shard (+1; 0: none) where the periodic scan last saw a task
+ * that CPU may run, when it kicked the idle CPU for it: the kicked CPU's
+ * steal looks there first (steal.bpf.c), whatever its sampling would read.
+ */
+u32 steal_hint[MAX_CPUS];
+
+/*
+ * An idle CPU that a queued task may run on, or -1 if there is none; if the
+ * task waits on a shard, that shard goes to *@shard (else it is left alone).
+ */
+static __always_inline s32 idle_cpu_for_waiter(u32 *shard)
 {
 	s32 cpu = idle_cpu_with_own_waiter();
 	u32 i;
@@ -154,6 +164,8 @@ static __always_inline s32 idle_cpu_for_waiter(void)
 		if (cpu >= 0)
 			break;
 		cpu = idle_cpu_for_shard(i);
+		if (cpu >= 0)
+			*shard = i + 1;
 	}
 	return cpu;
 }
@@ -192,14 +204,17 @@ static __always_inline void note_idle_waiting(bool seen)
  */
 static int gate_scan(void *map, int *key, struct bpf_timer *timer)
 {
+	u32 shard = 0;
 	s32 idle;
 
 	if (!anyone_waiting())
 		overload_clear();
-	idle = idle_cpu_for_waiter();
+	idle = idle_cpu_for_waiter(&shard);
 	note_idle_waiting(idle >= 0);
-	if (idle >= 0 && overloaded)
+	if (idle >= 0 && overloaded) {
+		steal_hint[idle & (MAX_CPUS - 1)] = shard;
 		kick_claimed(idle);
+	}
 	bpf_timer_start(timer, overload_scan_ns, 0);
 	return 0;
 }

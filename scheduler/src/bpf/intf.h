@@ -22,6 +22,9 @@ enum mosaic_limits {
 	MAX_GROUPS = 4096,
 	/* a steal looks at this many tasks of a shard for one of its group */
 	STEAL_LOOK_AHEAD = 8,
+	/* a steal scan reads the lengths of at most this many shards of
+	 * other LLCs (all of them on machines with that few) */
+	STEAL_PROBES = 8,
 	/* CPUs of its partition a task outside it looks at for a swap */
 	GROUP_SWAP_PROBES = 8,
 	/* cpu.weight: cgroups tracked, and levels of the tree walked */

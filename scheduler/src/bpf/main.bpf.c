@@ -12,7 +12,7 @@
  * are ordered by weighted virtual time (vtime.bpf.c). A CPU that runs out of
  * work pulls from its own shard, then from the other shards of its LLC, then
  * - if the overload flag says someone waits (gate.bpf.c) - steals from the
- * busiest shard of another LLC, same NUMA node first (steal.bpf.c).
+ * busiest of a few shards of other LLCs, same NUMA node first (steal.bpf.c).
  * Tasks pinned to one CPU wait on that CPU's own queue. Every decision a
  * user might question has a counter (intf.h).
  *
@@ -82,6 +82,7 @@ s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 	cpu = pick_wake_cpu(p, tctx, prev_cpu, wake_flags);
 	if (cpu < 0) {
 		stat_inc(STAT_WAKE_BUSY);
+		tctx->woke_busy = true;
 		return prev_cpu;
 	}
 	place_woken(p, tctx, cpu);
@@ -134,6 +135,7 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 	s32 cpu = scx_bpf_task_cpu(p), target, away;
+	bool woke_busy;
 
 	if (debug_should_drop(p)) {
 		stat_inc(STAT_DEBUG_DROPS);
@@ -148,6 +150,10 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		kick_for(p, cpu);
 		return;
 	}
+
+	/* its select_cpu just searched for an idle CPU and found none */
+	woke_busy = tctx->woke_busy && (enq_flags & SCX_ENQ_WAKEUP);
+	tctx->woke_busy = false;
 
 	/* woken for an idle CPU beyond the waker's L2: queue there, kick it */
 	target = tctx->wake_cpu;
@@ -167,7 +173,10 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 
 	cpu = group_queue_cpu(p, away, cpu);
 	queue_task(p, cpu, enq_flags);
-	kick_for(p, cpu);
+	if (woke_busy)
+		overload_for(p);
+	else
+		kick_for(p, cpu);
 }
 
 /*

@@ -81,6 +81,8 @@ struct task_ctx {
 	u64 last_charge;      /* vtime its current or last run cost it */
 	u32 vtime_llc;	      /* LLC whose clock its vtime is relative to */
 	bool vtime_queued;    /* it waits in a vtime-ordered queue */
+	bool woke_busy;	      /* its select_cpu found no idle CPU: enqueue
+			       * does not search again */
 };
 
 struct {

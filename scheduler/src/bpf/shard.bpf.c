@@ -154,6 +154,18 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 		kick_claimed(idle);
 }
 
+/*
+ * @p woke, its select_cpu found no idle CPU, and it was just queued: no second
+ * search (a CPU that went idle in between is kicked by the periodic scan,
+ * gate.bpf.c, within overload_scan_ns); raise the overload flag if it waits
+ * on a shard, as kick_for() does when its searches find nothing.
+ */
+static __always_inline void overload_for(struct task_struct *p)
+{
+	if (!no_shared_runq && !task_is_pinned(p))
+		overload_set();
+}
+
 /* Vtime of the first task queued on @dsq_id, or false if it is empty. */
 static __always_inline bool dsq_head_vtime(u64 dsq_id, u64 *vtime)
 {

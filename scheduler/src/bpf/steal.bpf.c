@@ -9,11 +9,15 @@
  * failing that, of the other nodes.
  *
  * HOW
- * One pass reads every other LLC's shard lengths without locks (O(#shards),
- * never O(#CPUs)) and keeps the busiest shard of the node and the busiest
- * beyond it; only the chosen shard is locked, by the move itself, which
- * skips tasks not allowed on this CPU. At most one task moves per scan.
- * Skipped entirely while the overload flag is clear.
+ * A scan reads the lengths of STEAL_PROBES shards of other LLCs without
+ * locks - spread evenly over them from a random start, so all of them on a
+ * machine with that few, a sample on a big one: the work per scan does not
+ * grow with the machine - and keeps the busiest shard of the node and the
+ * busiest beyond it; only the chosen shard is locked, by the move itself,
+ * which skips tasks not allowed on this CPU. At most one task moves per scan.
+ * A waiter the sample missed is not lost: the periodic scan (gate.bpf.c)
+ * finds the idle CPU it may run on, leaves it its shard as a hint, and kicks
+ * it. Skipped entirely while the overload flag is clear.
  *
  * WHY
  * Shared runqueues stop at the LLC to keep caches warm, which leaves a whole
@@ -84,19 +88,54 @@ static __always_inline bool steal_from(s32 cpu, u64 dsq, enum mosaic_stat stat)
 }
 
 /*
- * Take a task from the busiest shard of another LLC: of @cpu's node if any
- * waits there, else of another node. One pass over the shard lengths.
+ * Of the shards outside LLC @own, the @i-th of the STEAL_PROBES read by a
+ * scan starting at @start and going @step shards at a time (@others: how many
+ * there are). The LLC's own shards are contiguous, so they are skipped over.
+ */
+static __always_inline u32 probe_shard(u32 own, u32 others, u32 start, u32 step,
+				       u32 i)
+{
+	u32 idx = (start + i * step) % others;
+	u32 first = llc_first_shard[own & (MAX_LLCS - 1)];
+
+	return idx < first ? idx : idx + llc_nr_shards[own & (MAX_LLCS - 1)];
+}
+
+/*
+ * Take a task from a busy shard of another LLC: the shard the periodic scan
+ * saw a task for @cpu on, if any; else the busiest of STEAL_PROBES shards
+ * read without locks, spread evenly over the other LLCs from a random start
+ * (all of them on machines with that few), of @cpu's node if any waits
+ * there, else of another node.
  */
 static __always_inline bool steal_from_llcs(s32 cpu)
 {
-	u32 own = llc_of(cpu), node = llc_node[own], s, llc;
-	u32 near = 0, far = 0;
+	u32 own = llc_of(cpu), node = llc_node[own], s, llc, i;
+	u32 others = nr_shards - llc_nr_shards[own & (MAX_LLCS - 1)];
+	u32 *hint = &steal_hint[cpu & (MAX_CPUS - 1)];
+	u32 near = 0, far = 0, reads, step, start;
 	u64 near_q = 0, far_q = 0, q;
 
-	bpf_for (s, 0, nr_shards) {
+	if (*hint) {
+		s = *hint - 1;
+		*hint = 0;
 		llc = shard_llc[s & (MAX_SHARDS - 1)] & (MAX_LLCS - 1);
-		if (llc == own)
-			continue;
+		if (llc != own &&
+		    steal_from(cpu, shard_dsq_id(s),
+			       llc_node[llc] == node ? STAT_STEAL_PULLS_NODE
+						     : STAT_STEAL_PULLS_REMOTE))
+			return true;
+	}
+	if (!others || others > MAX_SHARDS)
+		return false;
+	reads = others < STEAL_PROBES ? others : STEAL_PROBES;
+	step = others / reads;
+	start = reads < others ? bpf_get_prandom_u32() % others : 0;
+	bpf_for (i, 0, STEAL_PROBES) {
+		if (i >= reads)
+			break;
+		s = probe_shard(own, others, start, step, i);
+		llc = shard_llc[s & (MAX_SHARDS - 1)] & (MAX_LLCS - 1);
 		q = scx_bpf_dsq_nr_queued(shard_dsq_id(s));
 		if (llc_node[llc] == node) {
 			if (q > near_q) {

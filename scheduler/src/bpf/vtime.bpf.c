@@ -21,7 +21,9 @@
  *   stream of them: the watchdog's own kworker, 2 s, in hackbench runs);
  *   at most REQUEUE_LAG_SLICES behind if it was runnable all along (a
  *   heavy-weight task legitimately trails the clock, which the lightest task
- *   set);
+ *   set), or if it is a kernel thread, woken or not (its work - workqueues,
+ *   RCU, the watchdog's check-in - is everyone's; it still pays for what it
+ *   runs, so only a thread that ran less than its share is ahead);
  * - ahead of it by at most a slice plus what its last run cost it (a task
  *   that ran more than its share on idle CPUs waits about one turn, not
  *   until everyone made up its whole lead), and at most what the clock
@@ -114,6 +116,21 @@ static __always_inline void vtime_rebase(struct task_struct *p,
 }
 
 /*
+ * How far behind its LLC's clock @p may be queued: REQUEUE_LAG_SLICES if it
+ * was runnable all along, or if it is a kernel thread; none for a woken task.
+ * Kernel threads keep their credit across sleeps: the work they do on behalf
+ * of everyone (workqueues, RCU, the sched_ext watchdog's own check-in) must
+ * not queue behind a crowd of user wakers - each still pays for its runtime,
+ * so a busy one has no credit left to use.
+ */
+static __always_inline u64 queue_lag(struct task_struct *p, u64 enq_flags)
+{
+	if (!(enq_flags & SCX_ENQ_WAKEUP) || (p->flags & PF_KTHREAD))
+		return REQUEUE_LAG_SLICES * slice_ns;
+	return 0;
+}
+
+/*
  * Vtime at which @p is queued in @llc: its own, rebased to @llc, and not
  * behind the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was
  * runnable all along (it earned that lag by running less than its share);
@@ -123,8 +140,7 @@ static __always_inline void vtime_rebase(struct task_struct *p,
 static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
 					    u64 enq_flags)
 {
-	u64 lag =
-		enq_flags & SCX_ENQ_WAKEUP ? 0 : REQUEUE_LAG_SLICES * slice_ns;
+	u64 lag = queue_lag(p, enq_flags);
 	struct task_ctx *tctx = task_ctx_of(p);
 	u64 clock, lead, vtime;
 
