@@ -143,7 +143,7 @@ fn run(a: &Args) -> Result<i32> {
         }
     });
     let started = std::time::Instant::now();
-    let engine = Engine::new(m, cfg, wl);
+    let mut engine = Engine::new(m, cfg, wl);
     let out = engine.run(&label);
     let wall = started.elapsed().as_secs_f64();
     let mut json = out.json;
@@ -157,7 +157,7 @@ fn run(a: &Args) -> Result<i32> {
         None => print!("{text}"),
     }
     if let Some(p) = &a.trace {
-        let t = crate::engine::trace_of_last_run();
+        let t = engine.trace_json();
         std::fs::write(p, serde_json::to_string(&t)?)
             .with_context(|| format!("writing {}", p.display()))?;
     }

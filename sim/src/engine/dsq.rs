@@ -1,0 +1,345 @@
+//! Dispatch queues: a DSQ's FIFO or vtime order, and the kernel's rules
+//! for inserting into DSQs (by callback context) and moving tasks from
+//! them to a CPU's local DSQ.
+use super::locks::LockId;
+use super::state::{Ctx, Loc, Lock, TState};
+use super::Engine;
+use crate::ffi;
+use std::collections::{BTreeMap, VecDeque};
+
+pub(super) struct Dsq {
+    pub(super) fifo: VecDeque<usize>,
+    pub(super) vt: BTreeMap<(u64, u64), usize>,
+    /// None until the first insert; true = vtime-ordered
+    pub(super) vtime: Option<bool>,
+    pub(super) lock: Lock,
+}
+
+impl Dsq {
+    pub(super) fn new() -> Dsq {
+        Dsq {
+            fifo: VecDeque::new(),
+            vt: BTreeMap::new(),
+            vtime: None,
+            lock: Lock::default(),
+        }
+    }
+    pub(super) fn len(&self) -> usize {
+        self.fifo.len() + self.vt.len()
+    }
+    pub(super) fn order(&self) -> Vec<usize> {
+        if self.vtime == Some(true) {
+            self.vt.values().copied().collect()
+        } else {
+            self.fifo.iter().copied().collect()
+        }
+    }
+    pub(super) fn first(&self) -> Option<usize> {
+        if self.vtime == Some(true) {
+            self.vt.values().next().copied()
+        } else {
+            self.fifo.front().copied()
+        }
+    }
+    /// Removes @t, inserted with vtime key @key if vtime-ordered.
+    pub(super) fn remove(&mut self, t: usize, key: (u64, u64)) {
+        if self.vtime == Some(true) {
+            if self.vt.get(&key) == Some(&t) {
+                self.vt.remove(&key);
+            }
+            return;
+        }
+        if let Some(i) = self.fifo.iter().position(|&x| x == t) {
+            self.fifo.remove(i);
+        }
+    }
+
+    /// The first task in order that @ok accepts.
+    pub(super) fn find(&self, ok: impl Fn(usize) -> bool) -> Option<usize> {
+        if self.vtime == Some(true) {
+            self.vt.values().copied().find(|&t| ok(t))
+        } else {
+            self.fifo.iter().copied().find(|&t| ok(t))
+        }
+    }
+}
+
+impl Engine {
+    pub fn create_dsq(&mut self, id: u64) -> i32 {
+        if id & ffi::SCX_DSQ_FLAG_BUILTIN != 0 || self.dsqs.contains_key(&id) {
+            return -17; // -EEXIST / -EINVAL
+        }
+        self.dsqs.insert(id, Dsq::new());
+        0
+    }
+
+    pub fn dsq_len(&self, id: u64) -> i32 {
+        if id == ffi::SCX_DSQ_LOCAL {
+            return self.cpus[self.cur_cpu].local.len() as i32;
+        }
+        if id & ffi::SCX_DSQ_LOCAL_ON == ffi::SCX_DSQ_LOCAL_ON {
+            let c = (id & ffi::SCX_DSQ_LOCAL_CPU_MASK) as usize;
+            return self.cpus.get(c).map_or(-2, |c| c.local.len() as i32);
+        }
+        if id == ffi::SCX_DSQ_GLOBAL {
+            return self.global.len() as i32;
+        }
+        self.dsqs.get(&id).map_or(-2, |d| d.len() as i32)
+    }
+
+    pub fn dsq_order(&self, id: u64) -> Vec<usize> {
+        if id == ffi::SCX_DSQ_GLOBAL {
+            return self.global.order();
+        }
+        if id == ffi::SCX_DSQ_LOCAL {
+            return self.cpus[self.cur_cpu].local.iter().copied().collect();
+        }
+        self.dsqs.get(&id).map_or(Vec::new(), |d| d.order())
+    }
+
+    pub fn dsq_first(&self, id: u64) -> Option<usize> {
+        if id == ffi::SCX_DSQ_GLOBAL {
+            return self.global.first();
+        }
+        self.dsqs.get(&id).and_then(|d| d.first())
+    }
+
+    /// scx_bpf_dsq_insert[_vtime]: record by context, as the kernel does.
+    pub fn insert(
+        &mut self,
+        t: usize,
+        dsq: u64,
+        slice: u64,
+        vtime: u64,
+        flags: u64,
+        vt: bool,
+    ) -> bool {
+        match self.ctx {
+            Ctx::Select { t: ct } | Ctx::Enqueue { t: ct } if ct == t => {
+                if self.tasks[t].ddsp.is_some() {
+                    self.error(
+                        ffi::SCX_EXIT_ERROR_BPF,
+                        "task inserted twice in one callback".into(),
+                    );
+                    return false;
+                }
+                self.tasks[t].ddsp = Some((dsq, slice, vtime, flags, vt));
+                true
+            }
+            Ctx::Dispatch { .. } => {
+                if self.dispatch_buf.len() >= self.dispatch_max {
+                    self.error(ffi::SCX_EXIT_ERROR_BPF, "dispatch buffer overflow".into());
+                    return false;
+                }
+                self.dispatch_buf.push((t, dsq, slice, vtime, flags, vt));
+                true
+            }
+            _ => {
+                self.error(
+                    ffi::SCX_EXIT_ERROR_BPF,
+                    "scx_bpf_dsq_insert() called from a context that cannot insert".into(),
+                );
+                false
+            }
+        }
+    }
+
+    pub fn dispatch_nr_slots(&self) -> u32 {
+        (self.dispatch_max - self.dispatch_buf.len()) as u32
+    }
+
+    pub fn dispatch_cancel(&mut self) {
+        self.dispatch_buf.pop();
+    }
+
+    /// Puts @t on DSQ @dsq (resolved against @rq_cpu for SCX_DSQ_LOCAL).
+    pub(super) fn dispatch_enqueue(
+        &mut self,
+        t: usize,
+        dsq: u64,
+        slice: u64,
+        vtime: u64,
+        flags: u64,
+        vt: bool,
+        rq_cpu: usize,
+    ) {
+        if self.tasks[t].state != TState::Queued
+            || !matches!(self.tasks[t].loc, Loc::None | Loc::Custody)
+        {
+            self.violation(format!(
+                "task {t} inserted while {:?}/{:?}",
+                self.tasks[t].state, self.tasks[t].loc
+            ));
+            return;
+        }
+        if self.tasks[t].loc == Loc::Custody {
+            self.enqueue_matched += 1;
+        }
+        let p = self.tasks[t].p;
+        unsafe {
+            if slice != 0 {
+                *ffi::sim_task_slice(p) = slice;
+            }
+            if vt {
+                *ffi::sim_task_dsq_vtime(p) = vtime;
+            }
+        }
+        let local_target = if dsq == ffi::SCX_DSQ_LOCAL {
+            Some(rq_cpu)
+        } else if dsq & ffi::SCX_DSQ_LOCAL_ON == ffi::SCX_DSQ_LOCAL_ON {
+            let c = (dsq & ffi::SCX_DSQ_LOCAL_CPU_MASK) as usize;
+            if c >= self.cpus.len() {
+                self.error(
+                    ffi::SCX_EXIT_ERROR_BPF,
+                    format!("invalid CPU {c} in SCX_DSQ_LOCAL_ON"),
+                );
+                return;
+            }
+            if self.tasks[t].allowed[c] {
+                Some(c)
+            } else {
+                // the kernel falls back to the global DSQ
+                None
+            }
+        } else {
+            None
+        };
+        if let Some(c) = local_target {
+            if vt {
+                self.error(
+                    ffi::SCX_EXIT_ERROR_BPF,
+                    "cannot use vtime ordering for built-in DSQs".into(),
+                );
+                return;
+            }
+            if c != self.tasks[t].cpu {
+                // moving into a remote local DSQ locks that runqueue
+                let from = self.cur_cpu;
+                self.lock(LockId::Rq(c), from, self.cfg.costs.rq_lock_hold_ns);
+                self.tasks[t].cpu = c;
+            }
+            if flags & ffi::SCX_ENQ_HEAD != 0 {
+                self.cpus[c].local.push_front(t);
+            } else {
+                self.cpus[c].local.push_back(t);
+            }
+            self.tasks[t].loc = Loc::Local(c);
+            self.inserts_local += 1;
+            if self.cpus[c].curr.is_none() {
+                self.resched(c, self.cur_cpu);
+            } else if flags & ffi::SCX_ENQ_PREEMPT != 0 {
+                self.kicks.push((c, ffi::SCX_KICK_PREEMPT));
+            }
+            return;
+        }
+        let cur = self.cur_cpu;
+        let seq = {
+            self.seq += 1;
+            self.seq
+        };
+        if dsq == ffi::SCX_DSQ_GLOBAL || dsq & ffi::SCX_DSQ_LOCAL_ON == ffi::SCX_DSQ_LOCAL_ON {
+            if vt {
+                self.error(
+                    ffi::SCX_EXIT_ERROR_BPF,
+                    "cannot use vtime ordering for built-in DSQs".into(),
+                );
+                return;
+            }
+            self.lock(LockId::Global, cur, self.cfg.costs.dsq_lock_hold_ns);
+            self.global.fifo.push_back(t);
+            self.tasks[t].loc = Loc::Dsq(ffi::SCX_DSQ_GLOBAL);
+            self.inserts_global += 1;
+            return;
+        }
+        if !self.dsqs.contains_key(&dsq) {
+            self.error(
+                ffi::SCX_EXIT_ERROR_BPF,
+                format!("insert into non-existent DSQ 0x{dsq:x}"),
+            );
+            return;
+        }
+        self.lock(LockId::Dsq(dsq), cur, self.cfg.costs.dsq_lock_hold_ns);
+        let d = self.dsqs.get_mut(&dsq).unwrap();
+        match d.vtime {
+            Some(m) if m != vt => {
+                self.error(
+                    ffi::SCX_EXIT_ERROR_BPF,
+                    format!("DSQ 0x{dsq:x} mixes FIFO and vtime ordering"),
+                );
+                return;
+            }
+            _ => d.vtime = Some(vt),
+        }
+        if vt {
+            d.vt.insert((vtime, seq), t);
+            self.tasks[t].enq_key = (vtime, seq);
+        } else if flags & ffi::SCX_ENQ_HEAD != 0 {
+            d.fifo.push_front(t);
+        } else {
+            d.fifo.push_back(t);
+        }
+        self.tasks[t].loc = Loc::Dsq(dsq);
+        self.inserts_dsq += 1;
+    }
+
+    /// scx_bpf_dsq_move_to_local from ops.dispatch on @cpu: the first task of
+    /// @dsq allowed on @cpu moves to @cpu's local DSQ.
+    pub fn move_to_local(&mut self, dsq: u64) -> bool {
+        self.move_task_to_local(dsq, None)
+    }
+
+    /// Moves the first task of @dsq that may run here (or only task @only,
+    /// as scx_bpf_dsq_move() from an iterator does) to this CPU's local DSQ.
+    pub fn move_task_to_local(&mut self, dsq: u64, only: Option<usize>) -> bool {
+        let cpu = match self.ctx {
+            Ctx::Dispatch { cpu } => cpu,
+            _ => {
+                self.error(
+                    ffi::SCX_EXIT_ERROR_BPF,
+                    "dsq_move_to_local outside ops.dispatch".into(),
+                );
+                return false;
+            }
+        };
+        let d = if dsq == ffi::SCX_DSQ_GLOBAL {
+            &self.global
+        } else if let Some(d) = self.dsqs.get(&dsq) {
+            d
+        } else {
+            self.error(
+                ffi::SCX_EXIT_ERROR_BPF,
+                format!("move from non-existent DSQ 0x{dsq:x}"),
+            );
+            return false;
+        };
+        if d.len() == 0 {
+            return false;
+        }
+        let tasks = &self.tasks;
+        let found = d.find(|t| tasks[t].allowed[cpu] && only.is_none_or(|o| o == t));
+        let which = if dsq == ffi::SCX_DSQ_GLOBAL {
+            LockId::Global
+        } else {
+            LockId::Dsq(dsq)
+        };
+        self.lock(which, cpu, self.cfg.costs.dsq_lock_hold_ns);
+        let Some(t) = found else {
+            return false;
+        };
+        let key = self.tasks[t].enq_key;
+        if dsq == ffi::SCX_DSQ_GLOBAL {
+            self.global.remove(t, key);
+        } else {
+            self.dsqs.get_mut(&dsq).unwrap().remove(t, key);
+        }
+        let src = self.tasks[t].cpu;
+        if src != cpu {
+            // move_remote_task_to_local_dsq: lock the task's runqueue
+            self.lock(LockId::Rq(src), cpu, self.cfg.costs.rq_lock_hold_ns);
+            self.tasks[t].cpu = cpu;
+        }
+        self.cpus[cpu].local.push_back(t);
+        self.tasks[t].loc = Loc::Local(cpu);
+        true
+    }
+}
