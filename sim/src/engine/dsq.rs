@@ -7,6 +7,7 @@ use super::Engine;
 use crate::ffi;
 use std::collections::{BTreeMap, VecDeque};
 
+/// A dispatch queue: FIFO, or vtime-ordered (ties in insertion order).
 pub(super) struct Dsq {
     pub(super) fifo: VecDeque<usize>,
     pub(super) vt: BTreeMap<(u64, u64), usize>,
@@ -16,6 +17,7 @@ pub(super) struct Dsq {
 }
 
 impl Dsq {
+    /// An empty DSQ, its order not yet set.
     pub(super) fn new() -> Dsq {
         Dsq {
             fifo: VecDeque::new(),
@@ -24,9 +26,11 @@ impl Dsq {
             lock: Lock::default(),
         }
     }
+    /// How many tasks it holds.
     pub(super) fn len(&self) -> usize {
         self.fifo.len() + self.vt.len()
     }
+    /// Its tasks in dispatch order.
     pub(super) fn order(&self) -> Vec<usize> {
         if self.vtime == Some(true) {
             self.vt.values().copied().collect()
@@ -34,6 +38,7 @@ impl Dsq {
             self.fifo.iter().copied().collect()
         }
     }
+    /// The task it would dispatch first.
     pub(super) fn first(&self) -> Option<usize> {
         if self.vtime == Some(true) {
             self.vt.values().next().copied()
@@ -341,5 +346,99 @@ impl Engine {
         self.cpus[cpu].local.push_back(t);
         self.tasks[t].loc = Loc::Local(cpu);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::{Ctx, Loc, Step, TState};
+    use super::super::tests::with_tasks;
+    use super::super::Engine;
+    use crate::ffi;
+
+    /// An engine on 1llc with @n sleeping tasks on CPU 0, all made runnable
+    /// (Queued, on no DSQ yet) and a user DSQ 7.
+    fn queued(n: usize) -> Box<Engine> {
+        let mut e = with_tasks("1llc", (0..n).map(|_| (0, vec![Step::Run(1000)])).collect());
+        for t in 0..n {
+            e.set_state(t, TState::Queued);
+        }
+        assert_eq!(e.create_dsq(7), 0);
+        e
+    }
+
+    #[test]
+    fn vtime_dsq_orders_by_vtime_then_insertion() {
+        let mut e = queued(4);
+        for (t, vtime) in [(0, 30), (1, 10), (2, 20), (3, 10)] {
+            e.dispatch_enqueue(t, 7, 0, vtime, 0, true, 0);
+        }
+        assert_eq!(e.exit, None);
+        assert_eq!(e.dsq_order(7), vec![1, 3, 2, 0]);
+        assert_eq!(e.dsq_first(7), Some(1));
+        assert_eq!(unsafe { *ffi::sim_task_dsq_vtime(e.tasks[2].p) }, 20);
+    }
+
+    #[test]
+    fn fifo_dsq_keeps_insertion_order_enq_head_first() {
+        let mut e = queued(3);
+        e.dispatch_enqueue(0, 7, 0, 0, 0, false, 0);
+        e.dispatch_enqueue(1, 7, 0, 0, 0, false, 0);
+        e.dispatch_enqueue(2, 7, 0, 0, ffi::SCX_ENQ_HEAD, false, 0);
+        assert_eq!(e.dsq_order(7), vec![2, 0, 1]);
+        assert_eq!(e.dsq_len(7), 3);
+    }
+
+    #[test]
+    fn mixing_fifo_and_vtime_in_one_dsq_is_an_error() {
+        let mut e = queued(2);
+        e.dispatch_enqueue(0, 7, 0, 5, 0, true, 0);
+        e.dispatch_enqueue(1, 7, 0, 0, 0, false, 0);
+        let (kind, msg) = e.exit.clone().expect("no error");
+        assert_eq!(kind, ffi::SCX_EXIT_ERROR_BPF);
+        assert!(msg.contains("mixes FIFO and vtime"), "{msg}");
+        assert_eq!(e.dsq_order(7), vec![0]);
+    }
+
+    #[test]
+    fn inserting_a_task_already_queued_is_a_violation() {
+        let mut e = queued(1);
+        e.dispatch_enqueue(0, 7, 0, 0, 0, false, 0);
+        e.dispatch_enqueue(0, ffi::SCX_DSQ_GLOBAL, 0, 0, 0, false, 0);
+        assert_eq!(e.violations.len(), 1, "{:?}", e.violations);
+        assert!(e.violations[0].contains("inserted while Queued/Dsq(7)"));
+        assert_eq!(e.dsq_len(ffi::SCX_DSQ_GLOBAL), 0, "task in two places");
+    }
+
+    #[test]
+    fn insert_records_by_callback_context() {
+        let mut e = queued(2);
+        e.ctx = Ctx::Enqueue { t: 0 };
+        assert!(e.insert(0, 7, 1, 2, 3, true));
+        assert_eq!(e.tasks[0].ddsp, Some((7, 1, 2, 3, true)));
+        e.ctx = Ctx::Dispatch { cpu: 0 };
+        assert!(e.insert(1, 7, 0, 0, 0, false));
+        assert_eq!(e.dispatch_nr_slots() as usize, e.dispatch_max - 1);
+        e.ctx = Ctx::None;
+        assert!(!e.insert(1, 7, 0, 0, 0, false));
+        assert!(e.exit.is_some_and(|(k, _)| k == ffi::SCX_EXIT_ERROR_BPF));
+    }
+
+    #[test]
+    fn move_to_local_takes_the_first_task_allowed_here() {
+        let mut e = queued(3);
+        e.tasks[0].allowed[1] = false;
+        for t in 0..3 {
+            e.dispatch_enqueue(t, 7, 0, 0, 0, false, 0);
+        }
+        e.ctx = Ctx::Dispatch { cpu: 1 };
+        e.cur_cpu = 1;
+        assert!(e.move_to_local(7));
+        assert_eq!(e.tasks[1].loc, Loc::Local(1));
+        assert_eq!(e.tasks[1].cpu, 1);
+        assert_eq!(e.cpus[1].local, [1]);
+        assert_eq!(e.dsq_order(7), vec![0, 2]);
+        e.ctx = Ctx::Other;
+        assert!(!e.move_to_local(7), "moved outside ops.dispatch");
     }
 }

@@ -68,3 +68,41 @@ impl Engine {
         c as i32
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::bit;
+    use super::super::tests::engine;
+
+    #[test]
+    fn pick_idle_claims_a_cpu_and_spreads_from_the_last_pick() {
+        let mut e = engine("1llc");
+        let all = vec![!0u64; e.idle_mask.len()];
+        assert_eq!(e.pick_idle(&all, false), 0);
+        assert!(!bit(&e.idle_mask, 0), "the pick is not claimed");
+        assert_eq!(e.pick_idle(&all, false), 1);
+        e.set_idle(0, true);
+        assert_eq!(e.pick_idle(&all, false), 2, "went back instead of on");
+        assert_eq!(e.pick_idle(&all, false), 3);
+        assert_eq!(e.pick_idle(&all, false), 0, "did not wrap");
+        assert_eq!(e.pick_idle(&all, false), -16, "nothing idle: -EBUSY");
+    }
+
+    #[test]
+    fn a_busy_thread_takes_its_core_out_of_the_smt_mask() {
+        let mut e = engine("2llc-smt");
+        let sib = e.m.siblings[0][0];
+        assert!(e.test_and_clear_idle(0));
+        assert!(!e.test_and_clear_idle(0), "cleared twice");
+        assert!(bit(&e.idle_mask, sib));
+        assert!(!bit(&e.smt_mask, sib), "half-busy core still idle");
+        let all = vec![!0u64; e.idle_mask.len()];
+        let c = e.pick_idle(&all, true) as usize;
+        assert!(c != 0 && c != sib, "picked CPU {c} of a busy core");
+        e.set_idle(0, true);
+        assert!(
+            bit(&e.smt_mask, 0) && bit(&e.smt_mask, sib),
+            "core not idle again"
+        );
+    }
+}

@@ -518,3 +518,99 @@ pub(super) fn close_trace(e: &mut Engine, cpu: usize, t: usize) {
         seg.3 = e.now;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::bit;
+    use super::super::tests::{run_until, with_tasks};
+    use super::*;
+    use crate::ffi::task_struct;
+
+    /// select_cpu of a scheduler that keeps a task on its previous CPU and
+    /// inserts it into that CPU's local DSQ (through the kfunc, as C does).
+    unsafe extern "C" fn select_local(
+        p: *mut task_struct,
+        prev: i32,
+        _wake_flags: u64,
+        has: *mut i32,
+    ) -> i32 {
+        *has = 1;
+        crate::kfuncs::sim_kf_dsq_insert(p, ffi::SCX_DSQ_LOCAL, ffi::SCX_SLICE_DFL, 0, 0, false);
+        prev
+    }
+
+    #[test]
+    fn a_wakeup_to_an_idle_cpu_runs_the_task_there() {
+        let mut e = with_tasks("1llc", vec![(2, vec![Step::Run(1_000_000)])]);
+        e.ops.select_cpu = select_local;
+        wake(&mut e, 0, 0, false);
+        assert_eq!(e.tasks[0].loc, Loc::Local(2));
+        assert_eq!(e.wakeups_remote_lock, 1);
+        assert_eq!(e.cpus[2].curr, None, "ran before the IPI arrived");
+        run_until(&mut e, 10_000);
+        assert_eq!(e.cpus[2].curr, Some(0));
+        assert_eq!(e.tasks[0].state, TState::Running);
+        assert!(!bit(&e.idle_mask, 2), "a running CPU is idle");
+        assert_eq!(e.wake_lat, vec![e.cfg.costs.ipi_ns as u64]);
+        run_until(&mut e, 5_000_000);
+        assert_eq!(e.tasks[0].state, TState::Dead);
+        assert!(e.tasks[0].runtime >= 1_000_000);
+        assert_eq!(e.cpus[2].curr, None);
+        assert!(bit(&e.idle_mask, 2), "an idle CPU is not in the idle mask");
+    }
+
+    #[test]
+    fn without_a_choice_a_woken_task_waits_in_the_global_dsq_for_a_cpu() {
+        let mut e = with_tasks("1llc", vec![(1, vec![Step::Run(1000)])]);
+        wake(&mut e, 0, 1, false);
+        assert_eq!(e.tasks[0].loc, Loc::Dsq(ffi::SCX_DSQ_GLOBAL));
+        assert_eq!((e.enqueues, e.enqueue_matched), (1, 1));
+        assert_eq!(e.wakeups_local, 1);
+        schedule(&mut e, 3);
+        assert_eq!(e.cpus[3].curr, Some(0), "schedule did not consume global");
+        assert_eq!(e.tasks[0].cpu, 3);
+        assert_eq!(e.dsq_len(ffi::SCX_DSQ_GLOBAL), 0);
+    }
+
+    #[test]
+    fn an_exhausted_slice_is_preempted_at_the_next_tick() {
+        let long = vec![Step::Run(100_000_000)];
+        let mut e = with_tasks("1llc", vec![(0, long.clone()), (0, long)]);
+        e.ops.select_cpu = select_local;
+        wake(&mut e, 0, 0, false);
+        wake(&mut e, 1, 0, false);
+        run_until(&mut e, 1_000_000);
+        assert_eq!(e.cpus[0].curr, Some(0));
+        assert_eq!(e.cpus[0].local, [1]);
+        run_until(&mut e, 19_500_000);
+        assert_eq!(
+            e.cpus[0].curr,
+            Some(0),
+            "preempted before its slice ran out"
+        );
+        run_until(&mut e, 21_500_000);
+        assert_eq!(
+            e.cpus[0].curr,
+            Some(1),
+            "not preempted when its slice ran out"
+        );
+        assert_eq!(e.tasks[0].state, TState::Queued);
+        assert_eq!(e.ctx_switches, 2);
+    }
+
+    #[test]
+    fn a_preempting_kick_ends_the_current_slice() {
+        let long = vec![Step::Run(100_000_000)];
+        let mut e = with_tasks("1llc", vec![(0, long.clone()), (0, long)]);
+        e.ops.select_cpu = select_local;
+        wake(&mut e, 0, 0, false);
+        wake(&mut e, 1, 0, false);
+        run_until(&mut e, 5_000_000);
+        assert_eq!(e.cpus[0].curr, Some(0));
+        e.cur_cpu = 2;
+        e.kick(0, ffi::SCX_KICK_PREEMPT);
+        flush_kicks(&mut e);
+        run_until(&mut e, 5_100_000);
+        assert_eq!(e.cpus[0].curr, Some(1), "the kick did not preempt");
+    }
+}

@@ -50,3 +50,45 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::engine;
+    use super::LockId;
+
+    #[test]
+    fn an_uncontended_lock_charges_its_hold_only() {
+        let mut e = engine("1llc");
+        e.lock(LockId::Rq(0), 0, 500.0);
+        let l = &e.cpus[0].rq_lock;
+        assert_eq!((l.acquisitions, l.contended, l.wait_ns), (1, 0, 0));
+        assert_eq!(l.free_at, 500);
+        assert_eq!(e.cpus[0].overhead, 500.0);
+    }
+
+    #[test]
+    fn a_second_cpu_waits_for_the_holder_and_pays_the_line_transfer() {
+        let mut e = engine("1llc");
+        e.lock(LockId::Global, 0, 300.0);
+        e.lock(LockId::Global, 1, 300.0);
+        let xfer = e.cfg.costs.line(e.m.dist(1, 0));
+        assert!(xfer > 0.0);
+        let l = &e.global.lock;
+        assert_eq!((l.acquisitions, l.contended), (2, 1));
+        assert_eq!(l.wait_ns, 300, "waits out the first hold");
+        assert_eq!(l.last_cpu, 1);
+        let held = (300.0 + xfer) as u64;
+        assert_eq!(l.free_at, 300 + held);
+        assert_eq!(e.cpus[1].overhead, (300 + held) as f64);
+    }
+
+    #[test]
+    fn a_lock_freed_before_the_request_is_not_contended() {
+        let mut e = engine("1llc");
+        e.lock(LockId::Rq(2), 0, 100.0);
+        e.now = 10_000;
+        e.lock(LockId::Rq(2), 1, 100.0);
+        let l = &e.cpus[2].rq_lock;
+        assert_eq!((l.acquisitions, l.contended, l.wait_ns), (2, 0, 0));
+    }
+}

@@ -323,4 +323,19 @@ pub(crate) mod tests {
         }
         e
     }
+
+    /// Processes @e's events up to time @until (as the run's loop does), and
+    /// leaves the clock at @until.
+    pub(crate) fn run_until(e: &mut Engine, until: u64) {
+        while e
+            .events
+            .peek()
+            .is_some_and(|Reverse((at, _, _))| *at <= until)
+        {
+            let Reverse((at, _, ev)) = e.events.pop().unwrap();
+            e.now = at;
+            run::on_event(e, ev);
+        }
+        e.now = until;
+    }
 }
