@@ -13,7 +13,7 @@
 //! a macro in csrc/shim.h and a `sim_*` function here.
 #![allow(clippy::missing_safety_doc)]
 
-use crate::engine::{bit, with_engine};
+use crate::engine::{bit, with_engine, Insert};
 use crate::ffi::*;
 use std::ffi::{c_char, c_void, CStr};
 
@@ -187,7 +187,14 @@ pub extern "C" fn sim_kf_dsq_insert(
     with_engine(|e| {
         e.kfunc_calls += 1;
         let t = e.task_of(p);
-        e.insert(t, dsq, slice, vtime, flags, vt)
+        let ins = Insert {
+            dsq,
+            slice,
+            vtime,
+            flags,
+            vtime_ordered: vt,
+        };
+        e.insert(t, ins)
     })
 }
 

@@ -20,16 +20,15 @@ impl Engine {
     /// a violation for each task that waited past idle_bound_ns while a CPU
     /// it may use in its LLC idled the whole time.
     fn stall_and_idle_checks(&mut self, now: u64) -> Vec<String> {
-        let e = self;
-        let bound = e.cfg.idle_bound_ns;
+        let bound = self.cfg.idle_bound_ns;
         let mut msgs = Vec::new();
-        for (i, t) in e.tasks.iter().enumerate() {
+        for (i, t) in self.tasks.iter().enumerate() {
             if t.state != TState::Queued {
                 continue;
             }
             let waited = now - t.runnable_since;
-            if waited > e.cfg.watchdog_ns {
-                e.exit = Some((
+            if waited > self.cfg.watchdog_ns {
+                self.exit = Some((
                     ffi::SCX_EXIT_ERROR_STALL,
                     format!(
                         "{}[{}] stalled: runnable for {} ms",
@@ -45,9 +44,9 @@ impl Engine {
             }
             // a waiting task, and a CPU it may run on, in the LLC it waits
             // for, idle for the whole wait: the work was not conserved
-            let llc = e.m.cpu(t.cpu).llc;
+            let llc = self.m.cpu(t.cpu).llc;
             if let Loc::Local(c) = t.loc {
-                if e.cpus[c].curr.is_none() {
+                if self.cpus[c].curr.is_none() {
                     msgs.push(format!(
                         "task {} waits on the local DSQ of idle CPU {c}",
                         i + 1
@@ -55,11 +54,15 @@ impl Engine {
                 }
                 continue;
             }
-            for &c in &e.m.topo.llcs[llc] {
-                if t.allowed[c] && e.cpus[c].idle_since.is_some_and(|s| s <= t.runnable_since) {
+            for &c in &self.m.topo.llcs[llc] {
+                if t.allowed[c]
+                    && self.cpus[c]
+                        .idle_since
+                        .is_some_and(|s| s <= t.runnable_since)
+                {
                     msgs.push(format!(
                         "CPU {c} idle for {} us while task {} waited {} us in its LLC",
-                        (now - e.cpus[c].idle_since.unwrap()) / 1000,
+                        (now - self.cpus[c].idle_since.unwrap()) / 1000,
                         i + 1,
                         waited / 1000
                     ));

@@ -2,7 +2,7 @@
 //! for inserting into DSQs (by callback context) and moving tasks from
 //! them to a CPU's local DSQ.
 use super::locks::LockId;
-use super::state::{Ctx, Loc, Lock, TState};
+use super::state::{Ctx, Insert, Loc, Lock, TState};
 use super::Engine;
 use crate::ffi;
 use std::collections::{BTreeMap, VecDeque};
@@ -110,15 +110,7 @@ impl Engine {
     }
 
     /// scx_bpf_dsq_insert[_vtime]: record by context, as the kernel does.
-    pub fn insert(
-        &mut self,
-        t: usize,
-        dsq: u64,
-        slice: u64,
-        vtime: u64,
-        flags: u64,
-        vt: bool,
-    ) -> bool {
+    pub fn insert(&mut self, t: usize, ins: Insert) -> bool {
         match self.ctx {
             Ctx::Select { t: ct } | Ctx::Enqueue { t: ct } if ct == t => {
                 if self.tasks[t].ddsp.is_some() {
@@ -128,7 +120,7 @@ impl Engine {
                     );
                     return false;
                 }
-                self.tasks[t].ddsp = Some((dsq, slice, vtime, flags, vt));
+                self.tasks[t].ddsp = Some(ins);
                 true
             }
             Ctx::Dispatch { .. } => {
@@ -136,7 +128,7 @@ impl Engine {
                     self.error(ffi::SCX_EXIT_ERROR_BPF, "dispatch buffer overflow".into());
                     return false;
                 }
-                self.dispatch_buf.push((t, dsq, slice, vtime, flags, vt));
+                self.dispatch_buf.push((t, ins));
                 true
             }
             _ => {
@@ -158,16 +150,14 @@ impl Engine {
     }
 
     /// Puts @t on DSQ @dsq (resolved against @rq_cpu for SCX_DSQ_LOCAL).
-    pub(super) fn dispatch_enqueue(
-        &mut self,
-        t: usize,
-        dsq: u64,
-        slice: u64,
-        vtime: u64,
-        flags: u64,
-        vt: bool,
-        rq_cpu: usize,
-    ) {
+    pub(super) fn dispatch_enqueue(&mut self, t: usize, ins: Insert, rq_cpu: usize) {
+        let Insert {
+            dsq,
+            slice,
+            vtime,
+            flags,
+            vtime_ordered: vt,
+        } = ins;
         if self.tasks[t].state != TState::Queued
             || !matches!(self.tasks[t].loc, Loc::None | Loc::Custody)
         {
@@ -351,10 +341,21 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::{Ctx, Loc, Step, TState};
+    use super::super::state::{Ctx, Insert, Loc, Step, TState};
     use super::super::tests::with_tasks;
     use super::super::Engine;
     use crate::ffi;
+
+    /// An insert into @dsq with vtime @vtime, flags @flags, the slice kept.
+    fn ins(dsq: u64, vtime: u64, flags: u64, vtime_ordered: bool) -> Insert {
+        Insert {
+            dsq,
+            slice: 0,
+            vtime,
+            flags,
+            vtime_ordered,
+        }
+    }
 
     /// An engine on 1llc with @n sleeping tasks on CPU 0, all made runnable
     /// (Queued, on no DSQ yet) and a user DSQ 7.
@@ -371,7 +372,7 @@ mod tests {
     fn vtime_dsq_orders_by_vtime_then_insertion() {
         let mut e = queued(4);
         for (t, vtime) in [(0, 30), (1, 10), (2, 20), (3, 10)] {
-            e.dispatch_enqueue(t, 7, 0, vtime, 0, true, 0);
+            e.dispatch_enqueue(t, ins(7, vtime, 0, true), 0);
         }
         assert_eq!(e.exit, None);
         assert_eq!(e.dsq_order(7), vec![1, 3, 2, 0]);
@@ -382,9 +383,9 @@ mod tests {
     #[test]
     fn fifo_dsq_keeps_insertion_order_enq_head_first() {
         let mut e = queued(3);
-        e.dispatch_enqueue(0, 7, 0, 0, 0, false, 0);
-        e.dispatch_enqueue(1, 7, 0, 0, 0, false, 0);
-        e.dispatch_enqueue(2, 7, 0, 0, ffi::SCX_ENQ_HEAD, false, 0);
+        e.dispatch_enqueue(0, ins(7, 0, 0, false), 0);
+        e.dispatch_enqueue(1, ins(7, 0, 0, false), 0);
+        e.dispatch_enqueue(2, ins(7, 0, ffi::SCX_ENQ_HEAD, false), 0);
         assert_eq!(e.dsq_order(7), vec![2, 0, 1]);
         assert_eq!(e.dsq_len(7), 3);
     }
@@ -392,8 +393,8 @@ mod tests {
     #[test]
     fn mixing_fifo_and_vtime_in_one_dsq_is_an_error() {
         let mut e = queued(2);
-        e.dispatch_enqueue(0, 7, 0, 5, 0, true, 0);
-        e.dispatch_enqueue(1, 7, 0, 0, 0, false, 0);
+        e.dispatch_enqueue(0, ins(7, 5, 0, true), 0);
+        e.dispatch_enqueue(1, ins(7, 0, 0, false), 0);
         let (kind, msg) = e.exit.clone().expect("no error");
         assert_eq!(kind, ffi::SCX_EXIT_ERROR_BPF);
         assert!(msg.contains("mixes FIFO and vtime"), "{msg}");
@@ -403,8 +404,8 @@ mod tests {
     #[test]
     fn inserting_a_task_already_queued_is_a_violation() {
         let mut e = queued(1);
-        e.dispatch_enqueue(0, 7, 0, 0, 0, false, 0);
-        e.dispatch_enqueue(0, ffi::SCX_DSQ_GLOBAL, 0, 0, 0, false, 0);
+        e.dispatch_enqueue(0, ins(7, 0, 0, false), 0);
+        e.dispatch_enqueue(0, ins(ffi::SCX_DSQ_GLOBAL, 0, 0, false), 0);
         assert_eq!(e.violations.len(), 1, "{:?}", e.violations);
         assert!(e.violations[0].contains("inserted while Queued/Dsq(7)"));
         assert_eq!(e.dsq_len(ffi::SCX_DSQ_GLOBAL), 0, "task in two places");
@@ -414,13 +415,17 @@ mod tests {
     fn insert_records_by_callback_context() {
         let mut e = queued(2);
         e.ctx = Ctx::Enqueue { t: 0 };
-        assert!(e.insert(0, 7, 1, 2, 3, true));
-        assert_eq!(e.tasks[0].ddsp, Some((7, 1, 2, 3, true)));
+        let i = Insert {
+            slice: 1,
+            ..ins(7, 2, 3, true)
+        };
+        assert!(e.insert(0, i));
+        assert_eq!(e.tasks[0].ddsp, Some(i));
         e.ctx = Ctx::Dispatch { cpu: 0 };
-        assert!(e.insert(1, 7, 0, 0, 0, false));
+        assert!(e.insert(1, ins(7, 0, 0, false)));
         assert_eq!(e.dispatch_nr_slots() as usize, e.dispatch_max - 1);
         e.ctx = Ctx::None;
-        assert!(!e.insert(1, 7, 0, 0, 0, false));
+        assert!(!e.insert(1, ins(7, 0, 0, false)));
         assert!(e.exit.is_some_and(|(k, _)| k == ffi::SCX_EXIT_ERROR_BPF));
     }
 
@@ -429,7 +434,7 @@ mod tests {
         let mut e = queued(3);
         e.tasks[0].allowed[1] = false;
         for t in 0..3 {
-            e.dispatch_enqueue(t, 7, 0, 0, 0, false, 0);
+            e.dispatch_enqueue(t, ins(7, 0, 0, false), 0);
         }
         e.ctx = Ctx::Dispatch { cpu: 1 };
         e.cur_cpu = 1;

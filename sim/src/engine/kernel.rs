@@ -3,7 +3,7 @@
 //! ops.enqueue), __schedule (ops.dispatch, put_prev, pick_next), ticks and
 //! slice preemption, kicks, and the work/runtime accounting of a run.
 use super::locks::LockId;
-use super::state::{Ctx, Ev, Loc, Step, TState};
+use super::state::{Ctx, Ev, Insert, Loc, Step, TState};
 use super::Engine;
 use crate::cost::Dist;
 use crate::ffi;
@@ -220,13 +220,21 @@ pub(super) fn activate(e: &mut Engine, t: usize, cpu: usize, ctx_cpu: usize, enq
     do_enqueue(e, t, cpu, ctx_cpu, enq_flags);
 }
 
+/// @ins with enqueue flags @enq_flags added.
+fn with_flags(ins: Insert, enq_flags: u64) -> Insert {
+    Insert {
+        flags: ins.flags | enq_flags,
+        ..ins
+    }
+}
+
 /// do_enqueue_task: direct dispatch if select_cpu inserted, else ops.enqueue;
 /// SCX_DSQ_LOCAL resolves to @cpu's local DSQ after the callback returns.
 fn do_enqueue(e: &mut Engine, t: usize, cpu: usize, ctx_cpu: usize, enq_flags: u64) {
     e.tasks[t].loc = Loc::None;
-    if let Some((dsq, slice, vt, fl, v)) = e.tasks[t].ddsp.take() {
+    if let Some(ins) = e.tasks[t].ddsp.take() {
         e.cur_cpu = ctx_cpu;
-        e.dispatch_enqueue(t, dsq, slice, vt, fl | enq_flags, v, cpu);
+        e.dispatch_enqueue(t, with_flags(ins, enq_flags), cpu);
         return;
     }
     let p = e.tasks[t].p;
@@ -234,13 +242,19 @@ fn do_enqueue(e: &mut Engine, t: usize, cpu: usize, ctx_cpu: usize, enq_flags: u
     let has = e.call(|o| unsafe { (o.enqueue)(p, enq_flags) });
     e.ctx = Ctx::None;
     if has == 0 {
-        e.tasks[t].ddsp = Some((ffi::SCX_DSQ_GLOBAL, ffi::SCX_SLICE_DFL, 0, 0, false));
+        e.tasks[t].ddsp = Some(Insert {
+            dsq: ffi::SCX_DSQ_GLOBAL,
+            slice: ffi::SCX_SLICE_DFL,
+            vtime: 0,
+            flags: 0,
+            vtime_ordered: false,
+        });
     }
     e.enqueues += 1;
-    if let Some((dsq, slice, vt, fl, v)) = e.tasks[t].ddsp.take() {
+    if let Some(ins) = e.tasks[t].ddsp.take() {
         e.enqueue_matched += 1;
         e.cur_cpu = ctx_cpu;
-        e.dispatch_enqueue(t, dsq, slice, vt, fl | enq_flags, v, cpu);
+        e.dispatch_enqueue(t, with_flags(ins, enq_flags), cpu);
     } else {
         e.tasks[t].loc = Loc::Custody;
     }
@@ -287,7 +301,7 @@ pub(super) fn schedule(e: &mut Engine, cpu: usize) {
             let buf = std::mem::take(&mut e.dispatch_buf);
             let n = buf.len();
             e.cur_cpu = cpu;
-            for (t, dsq, slice, vt, fl, v) in buf {
+            for (t, ins) in buf {
                 if e.tasks[t].state != TState::Queued {
                     continue; // raced: already running or asleep
                 }
@@ -304,7 +318,7 @@ pub(super) fn schedule(e: &mut Engine, cpu: usize) {
                     e.cpus[c].local.retain(|&x| x != t);
                     e.tasks[t].loc = Loc::None;
                 }
-                e.dispatch_enqueue(t, dsq, slice, vt, fl, v, cpu);
+                e.dispatch_enqueue(t, ins, cpu);
             }
             if prev_runnable && slice_left(e, prev.unwrap()) {
                 keep = true;
@@ -539,6 +553,16 @@ mod tests {
         prev
     }
 
+    /// Two 100 ms tasks woken onto CPU 0's local DSQ (select_local).
+    fn two_long_tasks_woken_on_cpu0() -> Box<Engine> {
+        let long = vec![Step::Run(100_000_000)];
+        let mut e = with_tasks("1llc", vec![(0, long.clone()), (0, long)]);
+        e.ops.select_cpu = select_local;
+        wake(&mut e, 0, 0, false);
+        wake(&mut e, 1, 0, false);
+        e
+    }
+
     #[test]
     fn a_wakeup_to_an_idle_cpu_runs_the_task_there() {
         let mut e = with_tasks("1llc", vec![(2, vec![Step::Run(1_000_000)])]);
@@ -574,11 +598,7 @@ mod tests {
 
     #[test]
     fn an_exhausted_slice_is_preempted_at_the_next_tick() {
-        let long = vec![Step::Run(100_000_000)];
-        let mut e = with_tasks("1llc", vec![(0, long.clone()), (0, long)]);
-        e.ops.select_cpu = select_local;
-        wake(&mut e, 0, 0, false);
-        wake(&mut e, 1, 0, false);
+        let mut e = two_long_tasks_woken_on_cpu0();
         run_until(&mut e, 1_000_000);
         assert_eq!(e.cpus[0].curr, Some(0));
         assert_eq!(e.cpus[0].local, [1]);
@@ -600,11 +620,7 @@ mod tests {
 
     #[test]
     fn a_preempting_kick_ends_the_current_slice() {
-        let long = vec![Step::Run(100_000_000)];
-        let mut e = with_tasks("1llc", vec![(0, long.clone()), (0, long)]);
-        e.ops.select_cpu = select_local;
-        wake(&mut e, 0, 0, false);
-        wake(&mut e, 1, 0, false);
+        let mut e = two_long_tasks_woken_on_cpu0();
         run_until(&mut e, 5_000_000);
         assert_eq!(e.cpus[0].curr, Some(0));
         e.cur_cpu = 2;

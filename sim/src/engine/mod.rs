@@ -34,7 +34,7 @@ mod state;
 
 pub use context::with_engine;
 pub use outcome::{percentiles, Outcome};
-pub use state::{bit, Config, Ctx, Lock, Step, Task, TaskSpec, Wl};
+pub use state::{bit, Config, Ctx, Insert, Lock, Step, Task, TaskSpec, Wl};
 
 use dsq::Dsq;
 use state::{setbit, words, Cpu, Ev};
@@ -56,7 +56,7 @@ pub struct Engine {
     /// CPU whose context a callback runs in
     pub cur_cpu: usize,
     pub ctx: Ctx,
-    dispatch_buf: Vec<(usize, u64, u64, u64, u64, bool)>,
+    dispatch_buf: Vec<(usize, Insert)>,
     dispatch_max: usize,
     kicks: Vec<(usize, u64)>,
     pub idle_mask: Vec<u64>,

@@ -94,8 +94,8 @@ pub struct Task {
     pub(super) in_step: bool,
     pub(super) runnable_since: u64,
     pub(super) woken_at: Option<u64>,
-    /// a pending direct dispatch from select_cpu/enqueue: (dsq, slice, vtime, flags, vtime?)
-    pub(super) ddsp: Option<(u64, u64, u64, u64, bool)>,
+    /// a pending direct dispatch from select_cpu/enqueue
+    pub(super) ddsp: Option<Insert>,
     pub runtime: u64,
     pub(super) exited_at: u64,
     pub(super) enq_key: (u64, u64),
@@ -124,6 +124,18 @@ impl Task {
             enq_key: (0, 0),
         }
     }
+}
+
+/// One scx_bpf_dsq_insert[_vtime]: the DSQ, slice, vtime and enqueue flags.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Insert {
+    pub dsq: u64,
+    /// 0 keeps the task's slice
+    pub slice: u64,
+    pub vtime: u64,
+    pub flags: u64,
+    /// from scx_bpf_dsq_insert_vtime: the DSQ orders by vtime
+    pub vtime_ordered: bool,
 }
 
 #[derive(Default, Clone)]
