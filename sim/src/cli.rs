@@ -1,4 +1,4 @@
-//! Command line: one simulation per process (see engine.rs).
+//! Command line: one simulation per process (see engine/run.rs).
 use crate::cost::Costs;
 use crate::engine::{Config, Engine};
 use crate::machine::{Machine, PRESETS};
@@ -125,7 +125,7 @@ fn run(a: &Args) -> Result<i32> {
         trace: a.trace.is_some(),
         trace_limit: 2_000_000,
         // the kernel's default, or --timeout-ms as the loader writes it
-        // into the ops table (engine.rs prefers a timeout_ms compiled into
+        // into the ops table (engine/run.rs prefers a timeout_ms compiled into
         // the ops table; scx_mosaic's has none)
         watchdog_ns: match loaded.timeout_ms {
             0 => 30_000_000_000,

@@ -5,6 +5,9 @@
 use crate::ffi::{self, task_struct};
 
 /// The per-event callbacks (the run's setup calls the others directly).
+/// Calling one is unsafe: it runs C that takes the raw task pointers the
+/// engine allocated (sim_task_alloc, never freed), and must run inside
+/// `Engine::call` so the kfuncs it calls find the engine.
 #[derive(Clone, Copy)]
 pub(super) struct Ops {
     pub(super) select_cpu: unsafe extern "C" fn(*mut task_struct, i32, u64, *mut i32) -> i32,
