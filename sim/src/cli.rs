@@ -1,4 +1,4 @@
-//! Command line: one simulation per process (see engine.rs).
+//! Command line: one simulation per process (see engine/run.rs).
 use crate::cost::Costs;
 use crate::engine::{Config, Engine};
 use crate::machine::{Machine, PRESETS};
@@ -125,7 +125,7 @@ fn run(a: &Args) -> Result<i32> {
         trace: a.trace.is_some(),
         trace_limit: 2_000_000,
         // the kernel's default, or --timeout-ms as the loader writes it
-        // into the ops table (engine.rs prefers a timeout_ms compiled into
+        // into the ops table (engine/run.rs prefers a timeout_ms compiled into
         // the ops table; scx_mosaic's has none)
         watchdog_ns: match loaded.timeout_ms {
             0 => 30_000_000_000,
@@ -143,7 +143,7 @@ fn run(a: &Args) -> Result<i32> {
         }
     });
     let started = std::time::Instant::now();
-    let engine = Engine::new(m, cfg, wl);
+    let mut engine = Engine::new(m, cfg, wl);
     let out = engine.run(&label);
     let wall = started.elapsed().as_secs_f64();
     let mut json = out.json;
@@ -157,7 +157,7 @@ fn run(a: &Args) -> Result<i32> {
         None => print!("{text}"),
     }
     if let Some(p) = &a.trace {
-        let t = crate::engine::trace_of_last_run();
+        let t = engine.trace_json();
         std::fs::write(p, serde_json::to_string(&t)?)
             .with_context(|| format!("writing {}", p.display()))?;
     }

@@ -9,7 +9,8 @@
 //! cgroup id -> partition into group_prefs. The differences: the cgroups are
 //! the workload's (every non-root cgroup is under --gb-parent), none come or
 //! go during a run, and time is the simulator's clock.
-use crate::engine::Engine;
+use crate::maps::Maps;
+use crate::topology::Topology;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -32,8 +33,8 @@ pub struct Balancer {
 }
 
 impl Balancer {
-    pub fn new(cfg: GbConfig, e: &Engine) -> Balancer {
-        let cap = policy::capacities(&cfg.partitions, &e.m.topo);
+    pub fn new(cfg: GbConfig, topo: &Topology) -> Balancer {
+        let cap = policy::capacities(&cfg.partitions, topo);
         let policy = Policy::new(cap, cfg.period_ns, cfg.enabled);
         Balancer { cfg, policy }
     }
@@ -43,28 +44,26 @@ impl Balancer {
     }
 
     /// Registers cgroup @cgid (group_prefs = -1: accounted, not settled).
-    pub fn register(&mut self, e: &mut Engine, cgid: u64) {
-        write_pref(e, cgid, None);
-        self.policy.add(cgid, e.now);
+    pub fn register(&mut self, maps: &mut Maps, now: u64, cgid: u64) {
+        write_pref(maps, cgid, None);
+        self.policy.add(cgid, now);
     }
 
-    /// One period (group.rs Balancer::tick).
-    pub fn tick(&mut self, e: &mut Engine) {
+    /// One period at time @now (group.rs Balancer::tick).
+    pub fn tick(&mut self, maps: &mut Maps, now: u64) {
         let n = self.cfg.partitions.len();
-        let part = e.maps.sum_percpu("part_runtime");
+        let part = maps.sum_percpu("part_runtime");
         let groups: BTreeMap<u64, Vec<u64>> = self
             .policy
             .groups()
             .keys()
             .map(|&id| {
-                let total = e
-                    .maps
-                    .percpu_hash_sum("group_runtime", &id.to_ne_bytes(), n);
+                let total = maps.percpu_hash_sum("group_runtime", &id.to_ne_bytes(), n);
                 (id, total)
             })
             .collect();
-        for (cgid, p) in self.policy.tick(e.now, &part, &groups) {
-            write_pref(e, cgid, Some(p));
+        for (cgid, p) in self.policy.tick(now, &part, &groups) {
+            write_pref(maps, cgid, Some(p));
         }
     }
 
@@ -82,8 +81,9 @@ impl Balancer {
     }
 }
 
-fn write_pref(e: &mut Engine, cgid: u64, part: Option<usize>) {
-    e.maps.hash_update(
+/// Writes cgroup @cgid's partition (None: accounted, not settled) to group_prefs.
+fn write_pref(maps: &mut Maps, cgid: u64, part: Option<usize>) {
+    maps.hash_update(
         "group_prefs",
         &cgid.to_ne_bytes(),
         &policy::pref_value(part),

@@ -3,8 +3,8 @@
 //! HOW TO ADD ONE: the scx headers already declare every kfunc; write
 //! `#[no_mangle] pub extern "C" fn <exact kernel name>(...)` here with the
 //! C signature (u64/u32/s32 as in common.bpf.h; pointers as *mut/*const),
-//! using `eng()` for engine state. A kfunc the scheduler calls but nobody
-//! implements is a link error naming it ("undefined reference to
+//! using `with_engine(|e| ...)` for engine state (engine/context.rs). A
+//! kfunc the scheduler calls but nobody implements is a link error naming it ("undefined reference to
 //! `scx_bpf_xxx'"). Compat wrappers pick the newest kernel interface, so
 //! implement the suffixed name the wrapper calls (e.g.
 //! scx_bpf_dsq_move_to_local___v2___compat). Kfuncs that take a struct
@@ -13,7 +13,7 @@
 //! a macro in csrc/shim.h and a `sim_*` function here.
 #![allow(clippy::missing_safety_doc)]
 
-use crate::engine::{bit, eng};
+use crate::engine::{bit, with_engine, Insert};
 use crate::ffi::*;
 use std::ffi::{c_char, c_void, CStr};
 
@@ -37,21 +37,24 @@ pub extern "C" fn sim_map_register(
     let name = unsafe { CStr::from_ptr(name) }
         .to_string_lossy()
         .into_owned();
-    eng().maps.register(
-        map as usize,
-        name,
-        kind,
-        ks as usize,
-        vs as usize,
-        max as usize,
-    );
+    with_engine(|e| {
+        e.maps.register(
+            map as usize,
+            name,
+            kind,
+            ks as usize,
+            vs as usize,
+            max as usize,
+        )
+    });
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn sim_map_lookup_elem(map: *mut c_void, key: *const c_void) -> *mut c_void {
-    let e = eng();
-    let cpu = e.cur_cpu;
-    e.maps.lookup(map as usize, key as *const u8, cpu) as *mut c_void
+    with_engine(|e| {
+        let cpu = e.cur_cpu;
+        e.maps.lookup(map as usize, key as *const u8, cpu) as *mut c_void
+    })
 }
 
 #[no_mangle]
@@ -61,15 +64,16 @@ pub unsafe extern "C" fn sim_map_update_elem(
     val: *const c_void,
     flags: u64,
 ) -> i64 {
-    let e = eng();
-    let cpu = e.cur_cpu;
-    e.maps
-        .update(map as usize, key as *const u8, val as *const u8, flags, cpu)
+    with_engine(|e| {
+        let cpu = e.cur_cpu;
+        e.maps
+            .update(map as usize, key as *const u8, val as *const u8, flags, cpu)
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn sim_map_delete_elem(map: *mut c_void, key: *const c_void) -> i64 {
-    eng().maps.delete(map as usize, key as *const u8)
+    with_engine(|e| e.maps.delete(map as usize, key as *const u8))
 }
 
 #[no_mangle]
@@ -84,13 +88,13 @@ pub extern "C" fn sim_task_storage_get(
     }
     let id = unsafe { sim_task_pid(p) } as u64;
     let create = flags & BPF_LOCAL_STORAGE_GET_F_CREATE != 0;
-    eng().maps.storage(map as usize, id, create, v as *const u8) as *mut c_void
+    with_engine(|e| e.maps.storage(map as usize, id, create, v as *const u8) as *mut c_void)
 }
 
 #[no_mangle]
 pub extern "C" fn sim_task_storage_delete(map: *mut c_void, p: *mut task_struct) -> i64 {
     let id = unsafe { sim_task_pid(p) } as u64;
-    eng().maps.storage_delete(map as usize, id)
+    with_engine(|e| e.maps.storage_delete(map as usize, id))
 }
 
 /// Cgroup storage keyed by the cgroup's kernfs id (set by sim_cgroup_alloc).
@@ -112,14 +116,15 @@ pub extern "C" fn sim_cgrp_storage_get(
         return std::ptr::null_mut();
     }
     let create = flags & BPF_LOCAL_STORAGE_GET_F_CREATE != 0;
-    eng()
-        .maps
-        .storage(map as usize, cgroup_id(c), create, v as *const u8) as *mut c_void
+    with_engine(|e| {
+        e.maps
+            .storage(map as usize, cgroup_id(c), create, v as *const u8)
+    }) as *mut c_void
 }
 
 #[no_mangle]
 pub extern "C" fn sim_cgrp_storage_delete(map: *mut c_void, c: *mut cgroup) -> i64 {
-    eng().maps.storage_delete(map as usize, cgroup_id(c))
+    with_engine(|e| e.maps.storage_delete(map as usize, cgroup_id(c)))
 }
 
 #[no_mangle]
@@ -132,17 +137,17 @@ pub unsafe extern "C" fn sim_kptr_xchg(slot: *mut c_void, ptr: *mut c_void) -> *
 
 #[no_mangle]
 pub extern "C" fn sim_ktime_get_ns() -> u64 {
-    eng().now
+    with_engine(|e| e.now)
 }
 
 #[no_mangle]
 pub extern "C" fn sim_get_smp_processor_id() -> u32 {
-    eng().cur_cpu as u32
+    with_engine(|e| e.cur_cpu as u32)
 }
 
 #[no_mangle]
 pub extern "C" fn sim_get_prandom_u32() -> u32 {
-    eng().rand() as u32
+    with_engine(|e| e.rand() as u32)
 }
 
 /// A BPF helper that csrc/helpers.h names (the scx headers' inline functions
@@ -162,7 +167,7 @@ pub extern "C" fn sim_get_current_task() -> *mut task_struct {
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_create_dsq(id: u64, _node: i32) -> i32 {
-    eng().create_dsq(id)
+    with_engine(|e| e.create_dsq(id))
 }
 
 #[no_mangle]
@@ -179,34 +184,44 @@ pub extern "C" fn sim_kf_dsq_insert(
     flags: u64,
     vt: bool,
 ) -> bool {
-    let e = eng();
-    e.kfunc_calls += 1;
-    let t = e.task_of(p);
-    e.insert(t, dsq, slice, vtime, flags, vt)
+    with_engine(|e| {
+        e.kfunc_calls += 1;
+        let t = e.task_of(p);
+        let ins = Insert {
+            dsq,
+            slice,
+            vtime,
+            flags,
+            vtime_ordered: vt,
+        };
+        e.insert(t, ins)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_dsq_move_to_local___v2___compat(dsq: u64, _enq_flags: u64) -> bool {
-    eng().move_to_local(dsq)
+    with_engine(|e| e.move_to_local(dsq))
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_dsq_nr_queued(dsq: u64) -> i32 {
-    let e = eng();
-    let cpu = e.cur_cpu;
-    e.dsq_peek_cost(dsq, cpu);
-    e.dsq_len(dsq)
+    with_engine(|e| {
+        let cpu = e.cur_cpu;
+        e.dsq_peek_cost(dsq, cpu);
+        e.dsq_len(dsq)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_dsq_peek(dsq: u64) -> *mut task_struct {
-    let e = eng();
-    let cpu = e.cur_cpu;
-    e.dsq_peek_cost(dsq, cpu);
-    match e.dsq_first(dsq) {
-        Some(t) => e.tasks[t].p,
-        None => std::ptr::null_mut(),
-    }
+    with_engine(|e| {
+        let cpu = e.cur_cpu;
+        e.dsq_peek_cost(dsq, cpu);
+        match e.dsq_first(dsq) {
+            Some(t) => e.tasks[t].p,
+            None => std::ptr::null_mut(),
+        }
+    })
 }
 
 /// scx_bpf_dsq_move(): move task @p, met while iterating a DSQ, to this
@@ -218,50 +233,53 @@ pub unsafe extern "C" fn scx_bpf_dsq_move___new(
     dsq_id: u64,
     _enq_flags: u64,
 ) -> bool {
-    let e = eng();
-    let Some(&(src, _)) = e.iters.get(&it.read()) else {
-        return false;
-    };
-    if dsq_id != SCX_DSQ_LOCAL {
-        e.error(
-            SCX_EXIT_ERROR_BPF,
-            format!("scx_bpf_dsq_move to 0x{dsq_id:x}: only SCX_DSQ_LOCAL is modelled"),
-        );
-        return false;
-    }
-    let t = e.task_of(p);
-    e.move_task_to_local(src, Some(t))
+    with_engine(|e| {
+        let Some(&(src, _)) = e.iters.get(&it.read()) else {
+            return false;
+        };
+        if dsq_id != SCX_DSQ_LOCAL {
+            e.error(
+                SCX_EXIT_ERROR_BPF,
+                format!("scx_bpf_dsq_move to 0x{dsq_id:x}: only SCX_DSQ_LOCAL is modelled"),
+            );
+            return false;
+        }
+        let t = e.task_of(p);
+        e.move_task_to_local(src, Some(t))
+    })
 }
 
 /// struct bpf_iter_scx_dsq is 6 opaque u64s: [iterator id, ...].
 #[no_mangle]
 pub unsafe extern "C" fn bpf_iter_scx_dsq_new(it: *mut u64, dsq: u64, _flags: u64) -> i32 {
-    let e = eng();
-    let id = e.iters.keys().next_back().map_or(1, |k| k + 1);
-    e.iters.insert(id, (dsq, 0));
-    it.write(id);
-    0
+    with_engine(|e| {
+        let id = e.iters.keys().next_back().map_or(1, |k| k + 1);
+        e.iters.insert(id, (dsq, 0));
+        it.write(id);
+        0
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn bpf_iter_scx_dsq_next(it: *mut u64) -> *mut task_struct {
-    let e = eng();
-    let id = it.read();
-    let Some(&(dsq, pos)) = e.iters.get(&id) else {
-        return std::ptr::null_mut();
-    };
-    let order = e.dsq_order(dsq);
-    e.iters.insert(id, (dsq, pos + 1));
-    match order.get(pos) {
-        Some(&t) => e.tasks[t].p,
-        None => std::ptr::null_mut(),
-    }
+    with_engine(|e| {
+        let id = it.read();
+        let Some(&(dsq, pos)) = e.iters.get(&id) else {
+            return std::ptr::null_mut();
+        };
+        let order = e.dsq_order(dsq);
+        e.iters.insert(id, (dsq, pos + 1));
+        match order.get(pos) {
+            Some(&t) => e.tasks[t].p,
+            None => std::ptr::null_mut(),
+        }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn bpf_iter_scx_dsq_destroy(it: *mut u64) {
     let id = it.read();
-    eng().iters.remove(&id);
+    with_engine(|e| e.iters.remove(&id));
 }
 
 /// Formats a bstr kfunc's message: %d %u %x %s %p %c with l/ll/z modifiers.
@@ -312,7 +330,7 @@ unsafe fn format_bstr(fmt: *const c_char, data: *const u64, len: u32) -> String 
 #[no_mangle]
 pub unsafe extern "C" fn scx_bpf_error_bstr(fmt: *const c_char, data: *const u64, len: u32) {
     let msg = format_bstr(fmt, data, len);
-    eng().error(SCX_EXIT_ERROR_BPF, msg);
+    with_engine(|e| e.error(SCX_EXIT_ERROR_BPF, msg));
 }
 
 #[no_mangle]
@@ -323,17 +341,17 @@ pub unsafe extern "C" fn scx_bpf_exit_bstr(
     len: u32,
 ) {
     let msg = format_bstr(fmt, data, len);
-    eng().error(SCX_EXIT_UNREG + 1, msg);
+    with_engine(|e| e.error(SCX_EXIT_UNREG + 1, msg));
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_get_idle_cpumask() -> *const c_void {
-    eng().idle_mask.as_ptr() as *const c_void
+    with_engine(|e| e.idle_mask.as_ptr() as *const c_void)
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_get_idle_smtmask() -> *const c_void {
-    eng().smt_mask.as_ptr() as *const c_void
+    with_engine(|e| e.smt_mask.as_ptr() as *const c_void)
 }
 
 #[no_mangle]
@@ -341,12 +359,12 @@ pub extern "C" fn scx_bpf_put_idle_cpumask(_m: *const c_void) {}
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_get_online_cpumask() -> *const c_void {
-    eng().online_mask.as_ptr() as *const c_void
+    with_engine(|e| e.online_mask.as_ptr() as *const c_void)
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_get_possible_cpumask() -> *const c_void {
-    eng().online_mask.as_ptr() as *const c_void
+    with_engine(|e| e.online_mask.as_ptr() as *const c_void)
 }
 
 #[no_mangle]
@@ -354,7 +372,7 @@ pub extern "C" fn scx_bpf_put_cpumask(_m: *const c_void) {}
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_test_and_clear_cpu_idle(cpu: i32) -> bool {
-    cpu >= 0 && eng().test_and_clear_idle(cpu as usize)
+    cpu >= 0 && with_engine(|e| e.test_and_clear_idle(cpu as usize))
 }
 
 #[no_mangle]
@@ -363,71 +381,74 @@ pub extern "C" fn scx_bpf_pick_idle_cpu(mask: *const c_void, flags: u64) -> i32 
     let src = cpumask_words(mask);
     let n = m.len().min(src.len());
     m[..n].copy_from_slice(&src[..n]);
-    eng().pick_idle(&m, flags & SCX_PICK_IDLE_CORE != 0)
+    with_engine(|e| e.pick_idle(&m, flags & SCX_PICK_IDLE_CORE != 0))
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_pick_any_cpu(mask: *const c_void, flags: u64) -> i32 {
     let m = cpumask_words(mask).to_vec();
-    let e = eng();
-    let c = e.pick_idle(&m, flags & SCX_PICK_IDLE_CORE != 0);
-    if c >= 0 {
-        return c;
-    }
-    (0..e.m.nr_cpus())
-        .find(|&c| bit(&m, c))
-        .map_or(-16, |c| c as i32)
+    with_engine(|e| {
+        let c = e.pick_idle(&m, flags & SCX_PICK_IDLE_CORE != 0);
+        if c >= 0 {
+            return c;
+        }
+        (0..e.m.nr_cpus())
+            .find(|&c| bit(&m, c))
+            .map_or(-16, |c| c as i32)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_kick_cpu(cpu: i32, flags: u64) {
     if cpu >= 0 {
-        eng().kick(cpu as usize, flags);
+        with_engine(|e| e.kick(cpu as usize, flags));
     }
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_now() -> u64 {
-    eng().now
+    with_engine(|e| e.now)
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_task_cpu(p: *const task_struct) -> i32 {
-    let e = eng();
-    let t = e.task_of(p);
-    e.tasks[t].cpu as i32
+    with_engine(|e| {
+        let t = e.task_of(p);
+        e.tasks[t].cpu as i32
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_task_running(p: *const task_struct) -> bool {
-    let e = eng();
-    let t = e.task_of(p);
-    e.is_running(t)
+    with_engine(|e| {
+        let t = e.task_of(p);
+        e.is_running(t)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_nr_cpu_ids() -> u32 {
-    eng().m.nr_cpus() as u32
+    with_engine(|e| e.m.nr_cpus() as u32)
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_nr_node_ids() -> u32 {
-    eng().m.topo.nodes.len() as u32
+    with_engine(|e| e.m.topo.nodes.len() as u32)
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_cpu_node(cpu: i32) -> i32 {
-    eng().m.cpu(cpu as usize).node as i32
+    with_engine(|e| e.m.cpu(cpu as usize).node as i32)
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_cpuperf_cap(cpu: i32) -> u32 {
-    eng().m.cpu(cpu as usize).capacity
+    with_engine(|e| e.m.cpu(cpu as usize).capacity)
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_cpuperf_cur(cpu: i32) -> u32 {
-    eng().m.cpu(cpu as usize).capacity
+    with_engine(|e| e.m.cpu(cpu as usize).capacity)
 }
 
 #[no_mangle]
@@ -435,39 +456,40 @@ pub extern "C" fn scx_bpf_cpuperf_set(_cpu: i32, _perf: u32) {}
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_dispatch_nr_slots() -> u32 {
-    eng().dispatch_nr_slots()
+    with_engine(|e| e.dispatch_nr_slots())
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_dispatch_cancel() {
-    eng().dispatch_cancel()
+    with_engine(|e| e.dispatch_cancel())
 }
 
 #[no_mangle]
 pub extern "C" fn scx_bpf_task_cgroup(p: *mut task_struct) -> *mut cgroup {
-    let e = eng();
-    let t = e.task_of(p);
-    e.task_cgroup(t)
+    with_engine(|e| {
+        let t = e.task_of(p);
+        e.task_cgroup(t)
+    })
 }
 
 // ------------------------------------------------------------------ BPF timers
 
 #[no_mangle]
 pub extern "C" fn sim_timer_init(timer: *mut c_void, map: *mut c_void, _flags: u64) -> i64 {
-    eng().timer_init(timer as usize, map as usize)
+    with_engine(|e| e.timer_init(timer as usize, map as usize))
 }
 
 #[no_mangle]
 pub extern "C" fn sim_timer_set_callback(timer: *mut c_void, cb: *mut c_void) -> i64 {
-    eng().timer_set_callback(timer as usize, cb as usize)
+    with_engine(|e| e.timer_set_callback(timer as usize, cb as usize))
 }
 
 #[no_mangle]
 pub extern "C" fn sim_timer_start(timer: *mut c_void, ns: u64, _flags: u64) -> i64 {
-    eng().timer_start(timer as usize, ns)
+    with_engine(|e| e.timer_start(timer as usize, ns))
 }
 
 #[no_mangle]
 pub extern "C" fn sim_timer_cancel(timer: *mut c_void) -> i64 {
-    eng().timer_cancel(timer as usize)
+    with_engine(|e| e.timer_cancel(timer as usize))
 }

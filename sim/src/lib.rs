@@ -2,7 +2,9 @@
 //! modelled machines under a deterministic discrete-event engine.
 //!
 //! Map of the crate: `engine` (events, CPUs, DSQs, the kernel's sched_ext
-//! rules), `kfuncs` + `maps` + `ffi` (the shim the scheduler links against),
+//! rules; engine/mod.rs lists its parts), `kfuncs` + `maps` + `ffi` (the
+//! shim the scheduler links against; kfuncs reach the engine through
+//! engine/context.rs),
 //! `sched` (flags -> scx_mosaic's tunables, the loader's part), `machine` (presets),
 //! `cost` (every cost, one place), `workload` (task behaviour), `group` (the
 //! group balancer's settle loop around group.rs's policy), `cli` and

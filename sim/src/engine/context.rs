@@ -1,0 +1,97 @@
+//! How the scheduler's C code reaches the engine. The BPF C calls kfuncs
+//! without a context argument, so while the engine calls into C it lends
+//! itself through a thread-local pointer: `Engine::lend` installs it for the
+//! duration of one call (a scope guard removes it, also on unwind), and the
+//! kfunc shims take it back with `with_engine`, which panics clearly if no
+//! engine is installed. There is no global engine and no `static mut`.
+use super::Engine;
+use std::cell::Cell;
+use std::ptr::null_mut;
+
+thread_local! {
+    /// The engine lent to the kfuncs by the call into C under way, if any.
+    static LENT: Cell<*mut Engine> = const { Cell::new(null_mut()) };
+}
+
+/// Empties LENT when dropped (the end of a lend).
+struct Unlend;
+
+impl Drop for Unlend {
+    fn drop(&mut self) {
+        LENT.set(null_mut());
+    }
+}
+
+/// Puts the engine back into LENT when dropped (the end of a kfunc).
+struct Return(*mut Engine);
+
+impl Drop for Return {
+    fn drop(&mut self) {
+        LENT.set(self.0);
+    }
+}
+
+impl Engine {
+    /// Runs @f, a call into the scheduler's C, with the engine lent to the
+    /// kfuncs it calls. @f cannot touch `self` (it is borrowed for the call),
+    /// so the kfuncs' reference is the only one in use meanwhile.
+    pub(super) fn lend<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        let prev = LENT.replace(self as *mut Engine);
+        assert!(
+            prev.is_null(),
+            "mosaic-sim: engine lent twice (C called back into the scheduler from a kfunc)"
+        );
+        let _unlend = Unlend;
+        f()
+    }
+
+    /// `lend` for a callback of the ops table (ops.rs).
+    pub(super) fn call<R>(&mut self, f: impl FnOnce(&super::ops::Ops) -> R) -> R {
+        let ops = self.ops;
+        self.lend(|| f(&ops))
+    }
+}
+
+/// Runs @f on the engine lent by the call into C under way: what every kfunc
+/// shim does. Panics if there is none (a kfunc called outside a simulation's
+/// call into the scheduler, or from inside another kfunc).
+pub fn with_engine<R>(f: impl FnOnce(&mut Engine) -> R) -> R {
+    let p = LENT.replace(null_mut());
+    assert!(
+        !p.is_null(),
+        "mosaic-sim: kfunc called with no engine installed (not inside a call into the scheduler)"
+    );
+    let _back = Return(p);
+    // SAFETY: p comes from the `&mut Engine` that `Engine::lend` keeps
+    // borrowed until the call into C returns, so the engine is alive and no
+    // Rust code uses it meanwhile; LENT is empty until @f returns, so no
+    // second reference can be made from it.
+    f(unsafe { &mut *p })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "no engine installed")]
+    fn kfunc_without_engine_panics() {
+        with_engine(|e| e.now);
+    }
+
+    #[test]
+    fn lend_installs_for_the_call_only() {
+        let mut e = super::super::tests::engine("1llc");
+        e.now = 42;
+        let seen = e.lend(|| with_engine(|e| e.now));
+        assert_eq!(seen, 42);
+        assert!(LENT.get().is_null(), "still installed after the call");
+    }
+
+    #[test]
+    #[should_panic(expected = "no engine installed")]
+    fn nested_kfunc_panics() {
+        let mut e = super::super::tests::engine("1llc");
+        e.lend(|| with_engine(|_| with_engine(|e| e.now)));
+    }
+}

@@ -1,0 +1,114 @@
+//! What a run produces: the result JSON (Outcome), the latency percentile
+//! summary, and the Chrome trace of the CPUs' run segments.
+use super::Engine;
+use crate::cost::DIST_NAMES;
+use serde_json::{json, Value};
+
+/// Result of one simulation.
+pub struct Outcome {
+    pub json: Value,
+    pub ok: bool,
+}
+
+/// Count, p50/p90/p99/p999, max and mean of @v (null if empty).
+pub fn percentiles(v: &[u64]) -> Value {
+    if v.is_empty() {
+        return json!(null);
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let p = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+    json!({"count": s.len(), "p50": p(0.5), "p90": p(0.9), "p99": p(0.99), "p999": p(0.999),
+           "max": s[s.len() - 1], "mean": s.iter().map(|&x| x as f64).sum::<f64>() / s.len() as f64})
+}
+
+impl Engine {
+    /// The result JSON of a run that ended at @end with exit @kind/@msg.
+    pub(super) fn report(&mut self, end: u64, kind: i32, msg: &str, label: &str) -> Outcome {
+        let completed = self.end_checks(end, kind);
+        let names = crate::intf::STAT_NAMES;
+        let stats = self.maps.combine_percpu("stats", |i| {
+            names.get(i).is_some_and(|n| n.ends_with("_max_us"))
+        });
+        let mut counters = serde_json::Map::new();
+        for (i, n) in names.iter().enumerate() {
+            counters.insert(n.to_string(), json!(stats.get(i).copied().unwrap_or(0)));
+        }
+        let mut maps = serde_json::Map::new();
+        for (name, v) in self.maps.all_percpu_sums() {
+            if name != "stats" {
+                maps.insert(name, json!(v));
+            }
+        }
+        let mut migr = serde_json::Map::new();
+        for d in 1..6 {
+            migr.insert(DIST_NAMES[d].into(), json!(self.migrations[d]));
+        }
+        let (mut dsq_wait, mut dsq_acq, mut dsq_cont) = (0u64, 0u64, 0u64);
+        for d in self.dsqs.values().chain(std::iter::once(&self.global)) {
+            dsq_wait += d.lock.wait_ns;
+            dsq_acq += d.lock.acquisitions;
+            dsq_cont += d.lock.contended;
+        }
+        let rq_wait: u64 = self.cpus.iter().map(|c| c.rq_lock.wait_ns).sum();
+        let rq_acq: u64 = self.cpus.iter().map(|c| c.rq_lock.acquisitions).sum();
+        let rq_cont: u64 = self.cpus.iter().map(|c| c.rq_lock.contended).sum();
+        let mut groups = serde_json::Map::new();
+        for (g, per_llc) in &self.group_llc_ns {
+            if *g == 0 && self.group_llc_ns.len() > 1 {
+                continue;
+            }
+            let total: u64 = per_llc.iter().sum();
+            let best = per_llc.iter().copied().max().unwrap_or(0);
+            groups.insert(
+                format!("cgroup{g}"),
+                json!({"runtime_ns": total, "home_llc": per_llc.iter().position(|&x| x == best),
+                       "exclusivity": if total > 0 { best as f64 / total as f64 } else { 0.0 }}),
+            );
+        }
+        let busy: u64 = self.cpus.iter().map(|c| c.busy_ns).sum();
+        let ok = kind < 1024 && self.violations.is_empty();
+        let json = json!({
+            "machine": self.m.name,
+            "nr_cpus": self.cpus.len(),
+            "scheduler": label,
+            "seed": self.cfg.seed,
+            "hz": self.cfg.hz,
+            "completed": completed,
+            "completion_time_s": end as f64 / 1e9,
+            "workload": self.wl.metrics(end),
+            "wakeup_latency_ns": percentiles(&self.wake_lat),
+            "migrations": migr,
+            "context_switches": self.ctx_switches,
+            "counters": counters,
+            "maps": maps,
+            "inserts": {"direct_local": self.inserts_local, "user_dsq": self.inserts_dsq, "global": self.inserts_global},
+            "wakeups": {"local": self.wakeups_local, "remote_lock": self.wakeups_remote_lock, "queued_ipi": self.wakeups_queued},
+            "idle_while_runnable_s": self.idle_runnable_ns as f64 / 1e9,
+            "cpu_utilisation": busy as f64 / (end.max(1) as f64 * self.cpus.len() as f64),
+            "lock_wait": {"dsq_wait_s": dsq_wait as f64 / 1e9, "dsq_acquisitions": dsq_acq, "dsq_contended": dsq_cont,
+                          "rq_wait_s": rq_wait as f64 / 1e9, "rq_acquisitions": rq_acq, "rq_contended": rq_cont},
+            "groups": groups,
+            "group_balancer": self.gb.as_ref().map_or(Value::Null, |b| b.to_json()),
+            "exit": {"kind": kind, "msg": msg},
+            "invariants": {"ok": self.violations.is_empty(), "violations": self.violations},
+            "events": self.events_done,
+            "costs": self.cfg.costs,
+        });
+        Outcome { json, ok }
+    }
+
+    /// Chrome trace events (Perfetto loads them): one track per CPU.
+    pub fn trace_json(&self) -> Value {
+        let mut ev = Vec::new();
+        for c in 0..self.cpus.len() {
+            ev.push(json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": c, "args": {"name": format!("CPU {c}")}}));
+        }
+        for &(cpu, t, s, e) in &self.trace {
+            let e = if e == u64::MAX { self.now } else { e };
+            ev.push(json!({"name": format!("{}[{}]", self.tasks[t].spec.name, t + 1), "ph": "X", "pid": 1, "tid": cpu,
+                           "ts": s as f64 / 1000.0, "dur": (e.saturating_sub(s)) as f64 / 1000.0}));
+        }
+        json!({"traceEvents": ev, "displayTimeUnit": "ns"})
+    }
+}
