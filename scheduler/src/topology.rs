@@ -38,6 +38,9 @@ pub struct Topology {
     pub nodes: Vec<usize>,
 }
 
+/// At most this many shards per LLC by default (see default_shard_size).
+pub const DEFAULT_SHARDS_PER_LLC: usize = 8;
+
 /// How the shared runqueue splits each LLC.
 #[derive(Debug, Clone, Serialize)]
 pub struct ShardLayout {
@@ -243,12 +246,24 @@ impl Topology {
 
     /// The shard size used when none is given: the CPUs that share an L2
     /// (one SMT core on most x86 parts, a 4-core module on some), at least 2
-    /// and at most 8. Queue operations between CPUs sharing an L2 are cheap
-    /// (seed 001), and small shards contend least (seed 000).
+    /// and at most 8 - but large enough that no LLC has more than
+    /// DEFAULT_SHARDS_PER_LLC shards. Queue operations between CPUs sharing
+    /// an L2 are cheap (seed 001), and small shards contend least (seed 000);
+    /// but a CPU out of work reads the head of every shard of its LLC, so the
+    /// shard count bounds that walk: in the simulator, shards of 2 on a 48-CPU
+    /// LLC (xeon-4s, hackbench) made a callback do 2.9x the work it does on 8
+    /// CPUs, 8 shards of 6 1.7x (kfunc calls + loop iterations per callback,
+    /// bpf_work; the seed's own v3 used shards of about 6 CPUs). The price, by
+    /// the simulator's lock model (which charges no walk): request/response
+    /// 4 % slower on xeon-4s and 23 % on skylake-18c (36 CPUs, one LLC) than
+    /// with shards of 2 - the shard-lock contention the seed measured; pass
+    /// --shard-size 2 for such a workload on such a machine.
     pub fn default_shard_size(&self) -> usize {
         let mut sizes: Vec<usize> = self.l2s.iter().map(|l| l.len()).collect();
         sizes.sort_unstable();
-        sizes.get(sizes.len() / 2).copied().unwrap_or(1).clamp(2, 8)
+        let l2 = sizes.get(sizes.len() / 2).copied().unwrap_or(1).clamp(2, 8);
+        let widest = self.llcs.iter().map(Vec::len).max().unwrap_or(1);
+        l2.max(widest.div_ceil(DEFAULT_SHARDS_PER_LLC))
     }
 
     /// Splits each LLC into shards of about @shard_size CPUs, never splitting
@@ -392,7 +407,7 @@ pub mod tests {
     }
 
     #[test]
-    fn default_shard_is_an_l2_group_of_2_to_8_cpus() {
+    fn default_shard_is_an_l2_group_of_2_to_8_cpus_at_most_8_per_llc() {
         assert_eq!(topo(8, 4, true, 1).default_shard_size(), 2);
         assert_eq!(topo(4, 4, false, 1).default_shard_size(), 2);
         let mut t = topo(16, 16, false, 1);
@@ -400,6 +415,10 @@ pub mod tests {
         assert_eq!(t.default_shard_size(), 4);
         t.l2s = vec![(0..16).collect()];
         assert_eq!(t.default_shard_size(), 8);
+        // 48 CPUs of one LLC in SMT pairs: shards of 6, not 24 shards of 2
+        let wide = topo(96, 48, true, 1);
+        assert_eq!(wide.default_shard_size(), 6);
+        assert_eq!(wide.shard_layout(6, 64).llc_nr_shards, vec![8, 8]);
     }
 
     #[test]

@@ -38,8 +38,16 @@
 #undef BPF_STRUCT_OPS_SLEEPABLE
 #define BPF_STRUCT_OPS_SLEEPABLE(name, args...) name(args)
 
+/*
+ * Loop iterations run by the scheduler's BPF code (glue.c): with the kfunc
+ * calls, the simulator's measure of the work a callback does (bpf_work in
+ * the result), which must not grow with the machine.
+ */
+extern unsigned long long sim_loop_iters;
+
 #undef bpf_for
-#define bpf_for(i, start, end) for ((i) = (start); (i) < (end); (i)++)
+#define bpf_for(i, start, end) \
+	for ((i) = (start); (i) < (end) && ++sim_loop_iters; (i)++)
 #undef bpf_for_each
 /* open iterator ___it of @type on @args, step @cur through it, destroy it */
 #define bpf_for_each(type, cur, args...)                                      \
@@ -47,9 +55,10 @@
 		     __attribute__((cleanup(bpf_iter_##type##_destroy))),     \
 	     *___once __attribute__((unused)) =                              \
 		     (bpf_iter_##type##_new(&___it, ##args), (void *)0);     \
-	     ((cur) = bpf_iter_##type##_next(&___it));)
+	     ((cur) = bpf_iter_##type##_next(&___it)) && ++sim_loop_iters;)
 #undef bpf_repeat
-#define bpf_repeat(n) for (int ___i = 0; ___i < (n); ___i++)
+#define bpf_repeat(n) \
+	for (int ___i = 0; ___i < (n) && ++sim_loop_iters; ___i++)
 #undef can_loop
 #define can_loop 1
 #undef bpf_ksym_exists

@@ -55,6 +55,7 @@ pub const BPF_EXIST: u64 = 2;
 
 extern "C" {
     pub fn sim_register_maps();
+    pub fn sim_loop_iters_read() -> u64;
     pub fn sim_tunable_find(
         name: *const c_char,
         addr: *mut *mut c_void,

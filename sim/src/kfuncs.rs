@@ -185,7 +185,6 @@ pub extern "C" fn sim_kf_dsq_insert(
     vt: bool,
 ) -> bool {
     with_engine(|e| {
-        e.kfunc_calls += 1;
         let t = e.task_of(p);
         let ins = Insert {
             dsq,

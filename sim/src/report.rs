@@ -476,6 +476,7 @@ pub fn main(args: &[String]) -> Result<()> {
     }
     writeln!(md, "\nVerdicts: **yes** = same direction and within 3x of the seed's change; **direction yes, magnitude no** = direction only; **no** = not reproduced. The text after a verdict says why. Seed 003's row compares the share of idle-time steal scans skipped (points), seed 004's run time at equal work (its seed number is the +25% throughput as a time ratio).\n")?;
     writeln!(md, "## Counters behind each row\n\n{details}")?;
+    bpf_work_section(&mut md, &exe, &dir)?;
     writeln!(md, "\n## Why a row may not reproduce\n")?;
     writeln!(
         md,
@@ -495,6 +496,58 @@ pub fn main(args: &[String]) -> Result<()> {
     }
     std::fs::write(&out, md)?;
     eprintln!("mosaic-sim report: wrote {}", out.display());
+    Ok(())
+}
+
+/// Machines of growing size for the BPF work table, the first the baseline.
+const WORK_MACHINES: [&str; 7] = [
+    "2llc-smt",
+    "16cpu",
+    "skylake-18c",
+    "milan-72",
+    "epyc-9654x2",
+    "xeon-4s",
+    "epyc-9654x2-smt",
+];
+
+/// The work one scheduler callback does (kfunc calls + loop iterations of the
+/// BPF C, `bpf_work` in a run's JSON) on machines from 8 to 384 CPUs.
+fn bpf_work_section(md: &mut String, exe: &PathBuf, dir: &std::path::Path) -> Result<()> {
+    let workloads = ["hackbench:loops=50", "rr:clients=128,loops=100"];
+    writeln!(
+        md,
+        "\n## BPF work per scheduling event\n\nKfunc calls plus loop iterations of the scheduler's C per \
+         callback (select_cpu, enqueue, dispatch, running, ...), counted by the simulator (`bpf_work`), \
+         default flags; in parentheses the ratio to `2llc-smt` (8 CPUs). A walk over every CPU or every \
+         shard would grow with the machine; `sim/tests/sim.rs` fails if a 192-CPU machine needs more than \
+         2x.\n\n| machine | CPUs | shards | {} | {} |\n|---|---|---|---|---|",
+        workloads[0], workloads[1]
+    )?;
+    let mut base = [0.0; 2];
+    for m in WORK_MACHINES {
+        let mut cells = Vec::new();
+        let (mut cpus, mut shards) = (Value::Null, Value::Null);
+        for (i, w) in workloads.iter().enumerate() {
+            let out = dir.join(format!("work-{m}-{i}.json"));
+            let st = Command::new(exe)
+                .args(["--machine", m, "--workload", w, "--seed", "1", "--json"])
+                .arg(&out)
+                .output()
+                .context("running mosaic-sim")?;
+            if !st.status.success() {
+                bail!("{m} {w}: {}", String::from_utf8_lossy(&st.stderr).trim());
+            }
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&out)?)?;
+            let per = v["bpf_work"]["per_callback"].as_f64().unwrap_or(0.0);
+            if base[i] == 0.0 {
+                base[i] = per;
+            }
+            cells.push(format!("{per:.2} ({:.2}x)", per / base[i].max(f64::MIN_POSITIVE)));
+            cpus = v["nr_cpus"].clone();
+            shards = v["shards"].clone();
+        }
+        writeln!(md, "| `{m}` | {cpus} | {shards} | {} | {} |", cells[0], cells[1])?;
+    }
     Ok(())
 }
 

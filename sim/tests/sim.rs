@@ -225,3 +225,28 @@ fn group_balancer_settles_groups_into_partitions_seed_004() {
     assert_eq!(counter(&off, "wake_group_part"), 0);
     assert!(excl(&off) < 0.6, "{}", excl(&off));
 }
+
+/// Work per callback (kfunc calls + loop iterations, `bpf_work`) of @workload on @machine.
+fn work_per_callback(machine: &str, workload: &str) -> f64 {
+    let (ok, j) = sim("work", &["--machine", machine, "--workload", workload]);
+    assert!(ok, "{machine} {workload}: {}", j["exit"]);
+    j["bpf_work"]["per_callback"].as_f64().unwrap()
+}
+
+#[test]
+fn work_per_scheduling_event_does_not_grow_with_the_machine() {
+    // the BPF work one callback does on 192 CPUs (24 CCX of 8; 4 sockets of 48
+    // with SMT) stays within 2x of what it does on 8: no walk over every CPU
+    // or every shard of the machine, and sibling walks bounded by the default
+    // shard count per LLC
+    for w in ["hackbench:loops=50", "rr:clients=128,loops=100"] {
+        let small = work_per_callback("2llc-smt", w);
+        for big in ["epyc-9654x2", "xeon-4s"] {
+            let large = work_per_callback(big, w);
+            assert!(
+                large <= 2.0 * small,
+                "{w}: {large:.2} kfunc calls + loop iterations per callback on {big}, {small:.2} on 2llc-smt"
+            );
+        }
+    }
+}

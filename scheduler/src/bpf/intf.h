@@ -36,6 +36,8 @@ enum mosaic_limits {
 	 * this many slices */
 	RATE_SHIFT = 16,
 	CLOCK_RATE_WINDOW_SLICES = 4,
+	/* an LLC's clock moves at least this fast (Q16: 1/64 ns per ns) */
+	MIN_CLOCK_RATE = 1 << (16 - 6),
 	/* runnable waits: log2 buckets of microseconds, bucket b holding
 	 * [2^b, 2^(b+1)) us (0: under 2 us, the last: 2^23 us = 8.4 s and up)
 	 */

@@ -88,18 +88,21 @@ static void vtime_init(void)
 
 /*
  * How far ahead of @llc's clock a task may be queued: what the clock covers
- * in wait_target_ns at its measured rate, at least a slice. The rate counts
- * at most one ns per ns: bursts (yield loops, tiny shares starting) move
- * the clock faster than the queues' order moves, and would overstate it.
+ * in wait_target_ns at its measured rate (at least MIN_CLOCK_RATE, see
+ * clock_rate_update()). Not "at least a slice": when many tasks run in brief
+ * bursts and switching costs more than they run (hackbench under TCG on a
+ * busy host), the clock crawls (about 1/1000 ns per ns) and a slice of lead
+ * became a 2.5 s wait, and the kernel ejected the scheduler. The rate counts
+ * at most one ns per ns: bursts (yield loops, tiny shares starting) move the
+ * clock faster than the queues' order moves, and would overstate it.
  */
 static __always_inline u64 llc_max_lead(u32 llc)
 {
-	u64 rate = llc_clock_of(llc)->rate, lead;
+	u64 rate = llc_clock_of(llc)->rate;
 
 	if (rate > 1 << RATE_SHIFT)
 		rate = 1 << RATE_SHIFT;
-	lead = (rate * wait_target_ns) >> RATE_SHIFT;
-	return lead > slice_ns ? lead : slice_ns;
+	return (rate * wait_target_ns) >> RATE_SHIFT;
 }
 
 /*
@@ -162,14 +165,20 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
 }
 
 /*
- * At @now, if @c's rate window is over and no other CPU took it first: fold
- * how far the clock moved in it into the rate, start the next. The rate
- * follows a slowdown at once and a speedup by 1/8 per window: it may err
- * low (shares give way to the wait bound a little early), rarely high.
+ * At @now, if @c's rate window is over and no other CPU took it first: move
+ * the clock up to MIN_CLOCK_RATE times the window's length past where it
+ * started, fold how far it moved into the rate, start the next. The forced
+ * move is what bounds a wait when the clock crawls (brief bursts, switching
+ * costs more than the runs): a task queued ahead of the clock becomes, within
+ * wait_target_ns, older than every task that arrives after it - a deadline,
+ * where fair shares would make it wait for seconds; with fewer than about 64
+ * runnable tasks per CPU the clock moves faster by itself and shares are exact.
+ * The rate follows a slowdown at once and a speedup by 1/8 per window: it may
+ * err low (shares give way to the wait bound a little early), rarely high.
  */
 static __always_inline void clock_rate_update(struct llc_clock *c, u64 now)
 {
-	u64 at = c->window_at, vtime = c->vtime, rate;
+	u64 at = c->window_at, vtime = c->vtime, floor, rate;
 
 	if (at && time_before(now, at + CLOCK_RATE_WINDOW_SLICES * slice_ns))
 		return;
@@ -177,6 +186,13 @@ static __always_inline void clock_rate_update(struct llc_clock *c, u64 now)
 		return;
 	if (at && time_before(at, now) &&
 	    !time_before(vtime, c->window_vtime)) {
+		/* never slower than MIN_CLOCK_RATE: waiters age */
+		floor = c->window_vtime +
+			(((now - at) * MIN_CLOCK_RATE) >> RATE_SHIFT);
+		if (time_before(vtime, floor) &&
+		    __sync_val_compare_and_swap(&c->vtime, vtime, floor) ==
+			    vtime)
+			vtime = floor;
 		rate = ((vtime - c->window_vtime) << RATE_SHIFT) / (now - at);
 		c->rate = rate < c->rate ? rate : (7 * c->rate + rate) / 8;
 	}

@@ -45,10 +45,42 @@ impl Engine {
         f()
     }
 
-    /// `lend` for a callback of the ops table (ops.rs).
+    /// `lend` for a callback of the ops table (ops.rs), counting the work it
+    /// did: its kfunc calls and the loop iterations of its C code.
     pub(super) fn call<R>(&mut self, f: impl FnOnce(&super::ops::Ops) -> R) -> R {
         let ops = self.ops;
-        self.lend(|| f(&ops))
+        let (kfuncs, iters) = (self.kfuncs_run, loop_iters());
+        let r = self.lend(|| f(&ops));
+        self.bpf_work.callbacks += 1;
+        self.bpf_work.kfunc_calls += self.kfuncs_run - kfuncs;
+        self.bpf_work.loop_iterations += loop_iters() - iters;
+        r
+    }
+}
+
+/// Loop iterations the scheduler's C code ran so far (shim.h counts them).
+fn loop_iters() -> u64 {
+    // SAFETY: a plain read of a counter that only the C code on this thread
+    // writes, and none of it runs now.
+    unsafe { crate::ffi::sim_loop_iters_read() }
+}
+
+/// The work the scheduler's callbacks did in a run: the simulator's measure
+/// of BPF cost per scheduling event, independent of the cost model.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct BpfWork {
+    /// callbacks run (select_cpu, enqueue, dispatch, running, ...)
+    pub callbacks: u64,
+    /// kfunc and helper calls made by them
+    pub kfunc_calls: u64,
+    /// iterations of their loops (bpf_for, bpf_for_each, bpf_repeat)
+    pub loop_iterations: u64,
+}
+
+impl BpfWork {
+    /// Kfunc calls plus loop iterations, per callback.
+    pub fn per_callback(&self) -> f64 {
+        (self.kfunc_calls + self.loop_iterations) as f64 / self.callbacks.max(1) as f64
     }
 }
 
@@ -66,7 +98,9 @@ pub fn with_engine<R>(f: impl FnOnce(&mut Engine) -> R) -> R {
     // borrowed until the call into C returns, so the engine is alive and no
     // Rust code uses it meanwhile; LENT is empty until @f returns, so no
     // second reference can be made from it.
-    f(unsafe { &mut *p })
+    let e = unsafe { &mut *p };
+    e.kfuncs_run += 1;
+    f(e)
 }
 
 #[cfg(test)]

@@ -93,6 +93,9 @@ impl Engine {
             "exit": {"kind": kind, "msg": msg},
             "invariants": {"ok": self.violations.is_empty(), "violations": self.violations},
             "events": self.events_done,
+            "bpf_work": {"callbacks": self.bpf_work.callbacks, "kfunc_calls": self.bpf_work.kfunc_calls,
+                         "loop_iterations": self.bpf_work.loop_iterations,
+                         "per_callback": self.bpf_work.per_callback()},
             "costs": self.cfg.costs,
         });
         Outcome { json, ok }
