@@ -187,7 +187,7 @@ impl<'a> Scheduler<'a> {
             let secs = last_at.elapsed().as_secs_f64();
             if opts.stats > 0.0 && secs >= opts.stats {
                 let now = self.snapshot(totals, balancer.as_deref())?;
-                for line in now.interval_lines(&last, secs)? {
+                for line in now.interval_lines(&last, secs) {
                     println!("{line}");
                 }
                 if let Some(b) = balancer.as_deref() {
@@ -231,17 +231,13 @@ impl Totals<'_> {
             counters.add(c);
             stats::add_costs(&mut costs, p);
         }
-        let mut m = Metrics::new(&counters, &self.plan.topo, &self.plan.layout)?;
+        let mut m = Metrics::new(&counters, &self.plan.topo, &self.plan.layout);
         m.runtime_s = self.started.elapsed().as_secs_f64();
         m.restarts = self.restarts.into();
         m.no_shared_runq = Flag(self.opts.no_shared_runq);
         m.bpf = BpfMetrics::from(&costs[..]);
         if let Some(b) = balancer {
-            // a report that lost its groups beats a scheduler that stops
-            match serde_json::from_value(b.to_json()) {
-                Ok(groups) => m.group_balancer = groups,
-                Err(e) => eprintln!("scx_mosaic: group balancer report left out: {e}"),
-            }
+            m.group_balancer = b.metrics();
         }
         Ok(m)
     }

@@ -1,5 +1,5 @@
 //! The scheduler's stats the scx way: a scx_stats server on the default
-//! socket, answered by the run loop with a Metrics (stats.rs), and
+//! socket, answered by the run loop with a Metrics (stats/), and
 //! --monitor, a client of it that prints a running instance's rates.
 
 use crate::stats::{all_meta, Metrics};
@@ -136,7 +136,7 @@ pub fn monitor(path: &Path, interval: f64, rounds: Option<usize>) -> Result<()> 
         let now = client.metrics()?;
         let secs = last_at.elapsed().as_secs_f64();
         last_at = Instant::now();
-        for line in now.interval_lines(&last, secs)? {
+        for line in now.interval_lines(&last, secs) {
             println!("{line}");
         }
         for g in &now.group_balancer.groups {
