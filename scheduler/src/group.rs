@@ -203,31 +203,6 @@ impl Balancer {
         self.paths.get(&id).map_or("", |p| p.as_str())
     }
 
-    /// One line: each group's partition and exclusivity.
-    pub fn summary(&self) -> String {
-        let groups: Vec<String> = self
-            .policy
-            .groups()
-            .iter()
-            .map(|(&id, g)| {
-                format!(
-                    "{}->{} excl {:.2}",
-                    self.path(id),
-                    g.pref().map_or("-".into(), |p| format!("p{p}")),
-                    g.exclusivity()
-                )
-            })
-            .collect();
-        format!(
-            "groups: {}",
-            if groups.is_empty() {
-                "none".into()
-            } else {
-                groups.join(" | ")
-            }
-        )
-    }
-
     /// The groups and partitions, for the report (scx_stats, --stats-file).
     pub fn metrics(&self) -> GroupBalancerMetrics {
         let groups = self
@@ -274,7 +249,7 @@ mod tests {
             enabled: true,
         };
         let mut b = Balancer::new(cfg, &t);
-        assert_eq!(b.summary(), "groups: none");
+        assert_eq!(b.metrics().groups, []);
         // what tick() does with a scan that found a/b, and its runtime
         assert_eq!(b.policy.sync(&BTreeSet::from([42]), 0).0, [42]);
         b.paths.insert(42, "a/b".into());
@@ -282,7 +257,8 @@ mod tests {
         assert_eq!(b.policy.tick(50_000_000, &[150, 50], &runtime), []);
         let runtime = BTreeMap::from([(42, vec![300, 100])]);
         assert_eq!(b.policy.tick(100_000_000, &[300, 100], &runtime), [(42, 0)]);
-        assert_eq!(b.summary(), "groups: a/b->p0 excl 0.75");
+        let settled = &b.metrics().groups[0];
+        assert_eq!((settled.partition.0, settled.exclusivity), (Some(0), 0.75));
         let json = serde_json::to_value(b.metrics()).unwrap();
         let m: GroupBalancerMetrics = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(m, b.metrics());

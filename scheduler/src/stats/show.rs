@@ -40,7 +40,7 @@ impl Counters {
 
 impl Metrics {
     /// What --stats and --monitor print for the interval since @prev: the
-    /// rates, and per LLC where there are several.
+    /// rates, per LLC where there are several, and the balanced groups.
     pub fn interval_lines(&self, prev: &Metrics, secs: f64) -> Vec<String> {
         let delta = self.counters().delta(&prev.counters());
         let waits = &delta.wait_hist;
@@ -77,6 +77,15 @@ impl Metrics {
                 ));
             }
         }
+        for g in &self.group_balancer.groups {
+            lines.push(format!(
+                "mosaic group   | {} -> {} excl {:.2} settles {}",
+                g.path,
+                g.partition.0.map_or("-".into(), |p| format!("p{p}")),
+                g.exclusivity,
+                g.settles
+            ));
+        }
         lines
     }
 }
@@ -102,7 +111,7 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::super::report::tests::{distinct_counters, two_llcs};
-    use super::super::STAT_NAMES;
+    use super::super::{GroupMetrics, MaybeIndex, STAT_NAMES};
     use super::*;
 
     #[test]
@@ -159,6 +168,28 @@ mod tests {
             lines[2].contains(&format!("stolen {hits:>6.0}/s")),
             "{}",
             lines[2]
+        );
+        // a line per balanced group: where it is settled, how exclusively
+        now.group_balancer.groups = vec![
+            GroupMetrics {
+                path: "a/b".into(),
+                partition: MaybeIndex(Some(0)),
+                exclusivity: 0.75,
+                settles: 1,
+                ..Default::default()
+            },
+            GroupMetrics {
+                path: "c".into(),
+                ..Default::default()
+            },
+        ];
+        let lines = now.interval_lines(&prev, 2.0);
+        assert_eq!(
+            lines[3..],
+            [
+                "mosaic group   | a/b -> p0 excl 0.75 settles 1",
+                "mosaic group   | c -> - excl 0.00 settles 0"
+            ]
         );
     }
 }
