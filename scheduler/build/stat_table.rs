@@ -111,9 +111,9 @@ fn gen_stat_table(intf: &str) -> String {
          pub const STAT_NAMES: &[&str] = &[{names}];\n\
          /// Calls `$m! {{ (name, id), ... }}` with every counter.\n\
          #[allow(unused_macros)]\n\
-         macro_rules! with_stats {{\n    ($m:ident) => {{\n        $m! {{ {fields} }}\n    }};\n}}\n",
+         macro_rules! with_stats {{\n    ($m:ident) => {{\n        $m! {{\n            {fields}\n        }}\n    }};\n}}\n",
         n = stats.len(),
         names = names.join(", "),
-        fields = fields.join(", "),
+        fields = fields.join(",\n            "),
     )
 }
