@@ -1,7 +1,8 @@
 // Builds the BPF scheduler (src/bpf/main.bpf.c, one translation unit) into a
-// skeleton, and the Rust bindings of src/bpf/intf.h; records the git commit
-// and target for --version.
-use std::path::Path;
+// skeleton, the Rust bindings of src/bpf/intf.h and its counter table
+// (build/stat_table.rs, shared with mosaic-sim); records the git commit and
+// target for --version.
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The short sha of HEAD, if this is a git checkout ("" from a crate package).
@@ -14,6 +15,8 @@ fn git_sha() -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
 }
+
+include!("build/stat_table.rs");
 
 fn main() {
     // rebuild when HEAD moves (a commit, a checkout), not at every file change
@@ -34,6 +37,12 @@ fn main() {
         "cargo:rustc-env=MOSAIC_TARGET={}",
         std::env::var("TARGET").unwrap_or_default()
     );
+
+    println!("cargo:rerun-if-changed=build/stat_table.rs");
+    println!("cargo:rerun-if-changed=src/bpf/intf.h");
+    let intf = std::fs::read_to_string("src/bpf/intf.h").expect("reading src/bpf/intf.h");
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out.join("stat_table.rs"), gen_stat_table(&intf)).unwrap();
 
     scx_cargo::BpfBuilder::new()
         .expect("BPF build setup (is clang installed?)")

@@ -11,11 +11,11 @@ pub mod policy;
 
 use crate::bpf_intf;
 use crate::bpf_skel::BpfSkel;
+use crate::stats::{CpuIds, Flag, GroupBalancerMetrics, GroupMetrics, MaybeIndex};
 use crate::topology::Topology;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use policy::Policy;
-use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -203,46 +203,33 @@ impl Balancer {
         self.paths.get(&id).map_or("", |p| p.as_str())
     }
 
-    /// One line: each group's partition and exclusivity.
-    pub fn summary(&self) -> String {
-        let groups: Vec<String> = self
+    /// The groups and partitions, for the report (scx_stats, --stats-file).
+    pub fn metrics(&self) -> GroupBalancerMetrics {
+        let groups = self
             .policy
             .groups()
             .iter()
             .map(|(&id, g)| {
-                format!(
-                    "{}->{} excl {:.2}",
-                    self.path(id),
-                    g.pref().map_or("-".into(), |p| format!("p{p}")),
-                    g.exclusivity()
-                )
+                let (settles, resettles) = g.settles();
+                GroupMetrics {
+                    path: self.path(id).into(),
+                    cgroup_id: id,
+                    partition: MaybeIndex(g.pref()),
+                    settles: settles.into(),
+                    resettles: resettles.into(),
+                    exclusivity: g.exclusivity(),
+                    runtime_ns: g.total().iter().sum(),
+                    runtime_ns_per_partition: g.total().to_vec(),
+                }
             })
             .collect();
-        format!(
-            "groups: {}",
-            if groups.is_empty() {
-                "none".into()
-            } else {
-                groups.join(" | ")
-            }
-        )
-    }
-
-    /// The groups and partitions as JSON, for --stats-file.
-    pub fn to_json(&self) -> Value {
-        let groups: Vec<Value> = self
-            .policy
-            .groups()
-            .iter()
-            .map(|(&id, g)| {
-                let mut v = g.to_json(id);
-                v["path"] = self.path(id).into();
-                v["runtime_ns"] = g.total().iter().sum::<u64>().into();
-                v
-            })
-            .collect();
-        json!({"enabled": self.cfg.enabled, "parent": self.cfg.parent, "partitions": self.cfg.partitions,
-               "period_ms": self.cfg.period.as_millis() as u64, "groups": groups})
+        GroupBalancerMetrics {
+            enabled: Flag(self.cfg.enabled),
+            parent: self.cfg.parent.to_string_lossy().into_owned(),
+            partitions: self.cfg.partitions.iter().cloned().map(CpuIds).collect(),
+            period_ms: self.cfg.period.as_millis() as u64,
+            groups,
+        }
     }
 }
 
@@ -262,7 +249,7 @@ mod tests {
             enabled: true,
         };
         let mut b = Balancer::new(cfg, &t);
-        assert_eq!(b.summary(), "groups: none");
+        assert_eq!(b.metrics().groups, []);
         // what tick() does with a scan that found a/b, and its runtime
         assert_eq!(b.policy.sync(&BTreeSet::from([42]), 0).0, [42]);
         b.paths.insert(42, "a/b".into());
@@ -270,15 +257,31 @@ mod tests {
         assert_eq!(b.policy.tick(50_000_000, &[150, 50], &runtime), []);
         let runtime = BTreeMap::from([(42, vec![300, 100])]);
         assert_eq!(b.policy.tick(100_000_000, &[300, 100], &runtime), [(42, 0)]);
-        assert_eq!(b.summary(), "groups: a/b->p0 excl 0.75");
-        let json = b.to_json();
-        let m: crate::stats::GroupBalancerMetrics = serde_json::from_value(json.clone()).unwrap();
-        assert_eq!(serde_json::to_value(&m).unwrap(), json);
+        let settled = &b.metrics().groups[0];
+        assert_eq!((settled.partition.0, settled.exclusivity), (Some(0), 0.75));
+        let json = serde_json::to_value(b.metrics()).unwrap();
+        let m: GroupBalancerMetrics = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(m, b.metrics());
         let g = &json["groups"][0];
         assert_eq!((&g["path"], &g["cgroup_id"]), (&"a/b".into(), &42.into()));
         assert_eq!(
             (&g["partition"], &g["runtime_ns"]),
             (&0.into(), &400.into())
+        );
+        // the policy's own report (the simulator's) says the same of it
+        let policy = b.policy.groups()[&42].to_json(42);
+        for key in [
+            "cgroup_id",
+            "partition",
+            "settles",
+            "resettles",
+            "exclusivity",
+        ] {
+            assert_eq!(g[key], policy[key], "{key}");
+        }
+        assert_eq!(
+            g["runtime_ns_per_partition"],
+            policy["runtime_ns_per_partition"]
         );
     }
 

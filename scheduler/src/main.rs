@@ -161,18 +161,16 @@ impl<'a> Scheduler<'a> {
         totals.metrics(Some((&now, &stats::bpf_prog_costs(&self.skel))), balancer)
     }
 
-    /// Runs until a signal or an exit, printing stats and answering the stats
-    /// server; returns the exit, the counters and the BPF programs' costs.
+    /// Runs until a signal or an exit, answering the stats server (and so
+    /// --stats and --monitor); returns the exit, the counters and the BPF
+    /// programs' costs.
     fn run(
         &mut self,
-        opts: &Opts,
         shutdown: &AtomicBool,
         totals: &Totals,
         server: Option<&stats_server::Server>,
         mut balancer: Option<&mut group::Balancer>,
     ) -> Result<(ExitInfo, Counters, stats::ProgCosts)> {
-        let mut last = self.snapshot(totals, balancer.as_deref())?;
-        let mut last_at = Instant::now();
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             let tick = Duration::from_millis(50);
             match server {
@@ -183,18 +181,6 @@ impl<'a> Scheduler<'a> {
             }
             if let Some(b) = balancer.as_deref_mut() {
                 b.tick(&self.skel)?;
-            }
-            let secs = last_at.elapsed().as_secs_f64();
-            if opts.stats > 0.0 && secs >= opts.stats {
-                let now = self.snapshot(totals, balancer.as_deref())?;
-                for line in now.interval_lines(&last, secs)? {
-                    println!("{line}");
-                }
-                if let Some(b) = balancer.as_deref() {
-                    println!("mosaic          | {}", b.summary());
-                }
-                last = now;
-                last_at = Instant::now();
             }
         }
         // Detach first: read while the programs still run, the counters are
@@ -231,17 +217,13 @@ impl Totals<'_> {
             counters.add(c);
             stats::add_costs(&mut costs, p);
         }
-        let mut m = Metrics::new(&counters, &self.plan.topo, &self.plan.layout)?;
+        let mut m = Metrics::new(&counters, &self.plan.topo, &self.plan.layout);
         m.runtime_s = self.started.elapsed().as_secs_f64();
         m.restarts = self.restarts.into();
         m.no_shared_runq = Flag(self.opts.no_shared_runq);
         m.bpf = BpfMetrics::from(&costs[..]);
         if let Some(b) = balancer {
-            // a report that lost its groups beats a scheduler that stops
-            match serde_json::from_value(b.to_json()) {
-                Ok(groups) => m.group_balancer = groups,
-                Err(e) => eprintln!("scx_mosaic: group balancer report left out: {e}"),
-            }
+            m.group_balancer = b.metrics();
         }
         Ok(m)
     }
@@ -389,9 +371,12 @@ fn run(opts: &Opts) -> Result<i32> {
     } else {
         None
     };
-    let server = stats_server::Server::launch(Path::new(stats_server::SOCKET))
-        .map_err(|e| eprintln!("scx_mosaic: no stats for --monitor: {e:#}"))
+    let socket = Path::new(stats_server::SOCKET);
+    let server = stats_server::Server::launch(socket)
+        .map_err(|e| eprintln!("scx_mosaic: no stats for --stats and --monitor: {e:#}"))
         .ok();
+    // --stats, once attached: printed as --monitor prints them, by a client
+    let mut printer = (server.is_some() && opts.stats > 0.0).then_some(socket);
     let mut totals = Totals {
         opts,
         started: Instant::now(),
@@ -409,8 +394,11 @@ fn run(opts: &Opts) -> Result<i32> {
         let mut sched =
             Scheduler::init(opts, plan, &mut object).context("loading the BPF scheduler")?;
         println!("scx_mosaic: attached; Ctrl-C to detach");
+        if let Some(socket) = printer.take() {
+            stats_server::spawn_printer(socket.into(), opts.stats, shutdown.clone());
+        }
         let (exit, counters, costs) =
-            sched.run(opts, &shutdown, &totals, server.as_ref(), balancer.as_mut())?;
+            sched.run(&shutdown, &totals, server.as_ref(), balancer.as_mut())?;
         totals.counters.add(&counters);
         stats::add_costs(&mut totals.costs, &costs);
         if exit.is_ejection() {
@@ -485,7 +473,9 @@ fn main() {
         return;
     }
     let result = match opts.monitor {
-        Some(secs) => stats_server::monitor(Path::new(stats_server::SOCKET), secs, None).map(|_| 0),
+        Some(secs) => {
+            stats_server::monitor(Path::new(stats_server::SOCKET), secs, None, None).map(|_| 0)
+        }
         None => run(&opts),
     };
     match result {

@@ -91,7 +91,8 @@ pub struct Opts {
     pub slice_us: u64,
 
     /// Print live stats every this many seconds (default 0: never, as scx
-    /// schedulers print nothing periodic unless asked).
+    /// schedulers print nothing periodic unless asked): the lines --monitor
+    /// prints, read the same way, from this instance's stats server.
     #[arg(long, default_value_t = 0.0, value_parser = parse_interval)]
     pub stats: f64,
 

@@ -1,12 +1,15 @@
 //! The scheduler's stats the scx way: a scx_stats server on the default
-//! socket, answered by the run loop with a Metrics (stats.rs), and
-//! --monitor, a client of it that prints a running instance's rates.
+//! socket, answered by the run loop with a Metrics (stats/), and the one
+//! printer of the live lines, a client of it: --monitor in another process,
+//! --stats in a thread of the scheduler itself.
 
 use crate::stats::{all_meta, Metrics};
 use anyhow::{bail, Context, Result};
 use scx_stats::{StatsClient, StatsServer, StatsServerData};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where scx_stats servers listen unless told otherwise (the crate's
@@ -126,31 +129,52 @@ impl Client {
 }
 
 /// --monitor: prints the rates of the instance serving on @path every
-/// @interval seconds, @rounds times or until it goes away.
-pub fn monitor(path: &Path, interval: f64, rounds: Option<usize>) -> Result<()> {
+/// @interval seconds, @rounds times, until it goes away or @stop is set.
+pub fn monitor(
+    path: &Path,
+    interval: f64,
+    rounds: Option<usize>,
+    stop: Option<&AtomicBool>,
+) -> Result<()> {
+    let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
     let mut client = Client::connect(path, interval)?;
     let mut last = client.metrics()?;
     let mut last_at = Instant::now();
     for _ in 0..rounds.unwrap_or(usize::MAX) {
         std::thread::sleep(Duration::from_secs_f64(interval));
+        if stopped() {
+            break;
+        }
         let now = client.metrics()?;
         let secs = last_at.elapsed().as_secs_f64();
         last_at = Instant::now();
-        for line in now.interval_lines(&last, secs)? {
+        for line in now.interval_lines(&last, secs) {
             println!("{line}");
-        }
-        for g in &now.group_balancer.groups {
-            println!(
-                "mosaic group   | {} -> {} excl {:.2} settles {}",
-                g.path,
-                g.partition.0.map_or("-".into(), |p| format!("p{p}")),
-                g.exclusivity,
-                g.settles
-            );
         }
         last = now;
     }
     Ok(())
+}
+
+/// --stats: the scheduler prints its own rates every @interval seconds as
+/// --monitor does, a client of its server on @path, until @stop is set;
+/// after an error (a restart that outlasted the answer timeout) it
+/// connects again.
+pub fn spawn_printer(
+    path: PathBuf,
+    interval: f64,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            if let Err(e) = monitor(&path, interval, None, Some(&stop)) {
+                if !stop.load(Ordering::Relaxed) {
+                    eprintln!("scx_mosaic: --stats: {e:#}");
+                }
+                std::thread::sleep(Duration::from_secs_f64(interval));
+            }
+        }
+    })
 }
 
 /// --help-stats: what each field of the stats means.
@@ -239,12 +263,27 @@ mod tests {
 
     #[test]
     fn monitor_prints_rates_of_a_running_instance() {
-        serve_while(sample, |path| monitor(&path, 0.05, Some(2))).unwrap();
+        serve_while(sample, |path| monitor(&path, 0.05, Some(2), None)).unwrap();
+    }
+
+    #[test]
+    fn the_stats_printer_runs_until_told_to_stop() {
+        let stop = Arc::new(AtomicBool::new(false));
+        // it stops: the join returns, and serve_while with it
+        serve_while(sample, move |path| {
+            let printer = spawn_printer(path, 0.02, stop.clone());
+            std::thread::sleep(Duration::from_millis(200));
+            stop.store(true, Ordering::Relaxed);
+            printer.join().unwrap();
+        });
     }
 
     #[test]
     fn monitor_refuses_another_scheduler() {
-        let err = serve_while(|_| Metrics::default(), |path| monitor(&path, 0.05, Some(1)));
+        let err = serve_while(
+            |_| Metrics::default(),
+            |path| monitor(&path, 0.05, Some(1), None),
+        );
         let msg = format!("{:#}", err.unwrap_err());
         assert!(msg.contains("is not scx_mosaic"), "{msg}");
     }
@@ -252,7 +291,7 @@ mod tests {
     #[test]
     fn monitor_without_an_instance_fails_in_one_line() {
         let dir = tempfile::tempdir().unwrap();
-        let err = monitor(&dir.path().join("stats"), 1.0, Some(1)).unwrap_err();
+        let err = monitor(&dir.path().join("stats"), 1.0, Some(1), None).unwrap_err();
         let msg = format!("{err:#}");
         assert!(msg.contains("no scx_mosaic instance is running"), "{msg}");
         assert!(!msg.contains('\n'), "{msg}");

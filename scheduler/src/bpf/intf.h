@@ -54,8 +54,14 @@ enum mosaic_dsq {
 };
 
 /*
- * Counters, one slot each in the per-CPU `stats` map. Rust sums them over
- * CPUs; their JSON names are the lower-case names without the prefix.
+ * Counters, one slot each in the per-CPU `stats` map. This enum is their one
+ * definition: scheduler/build/stat_table.rs generates the table that Rust
+ * (scx_mosaic and mosaic-sim) reads them with. Their JSON names are the
+ * lower-case names without the STAT_ prefix; each one's description is the
+ * comment after it, on its line. A counter whose name has _MAX_ in it (or
+ * ends in _MAX) is a maximum: Rust takes the largest over CPUs (and
+ * restarts) and BPF must only raise it; every other counter is summed.
+ * A new counter also needs its field in stats::Metrics (the build checks).
  */
 enum mosaic_stat {
 	/* F1 shared runqueue (shard.bpf.c) */

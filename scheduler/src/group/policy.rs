@@ -237,7 +237,13 @@ impl Group {
         }
     }
 
-    /// Its state as JSON (the fields both reports share).
+    /// Times it was settled, and moved to another partition.
+    pub fn settles(&self) -> (u32, u32) {
+        (self.settles, self.resettles)
+    }
+
+    /// Its state as JSON (the simulator's report; scx_mosaic's is
+    /// Balancer::metrics).
     pub fn to_json(&self, cgid: u64) -> Value {
         json!({"cgroup_id": cgid, "partition": self.pref, "settles": self.settles,
                "resettles": self.resettles, "exclusivity": self.exclusivity(),

@@ -1,0 +1,70 @@
+//! Map reading: the BPF side's counters (the per-CPU `stats`,
+//! `shard_enqueues` and `wait_hist` maps) into Counters, and the kernel's
+//! per-program cost of the BPF programs.
+
+use super::{Counters, ProgCosts, NR_STATS};
+use crate::bpf_intf;
+use crate::bpf_skel::BpfSkel;
+use anyhow::{Context, Result};
+use libbpf_rs::skel::Skel;
+use libbpf_rs::{MapCore, MapFlags};
+use std::os::fd::{AsFd, AsRawFd};
+
+/// The values of one entry of a per-CPU array map of u64, one per CPU.
+fn percpu_values(map: &dyn MapCore, idx: u32) -> Result<Vec<u64>> {
+    let per_cpu = map
+        .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)
+        .context("reading a counter map")?
+        .unwrap_or_default();
+    Ok(per_cpu
+        .iter()
+        .map(|v| u64::from_ne_bytes(v[..8].try_into().unwrap()))
+        .collect())
+}
+
+/// Sums one entry of a per-CPU array map of u64 over all CPUs.
+pub fn sum_percpu(map: &dyn MapCore, idx: u32) -> Result<u64> {
+    Ok(percpu_values(map, idx)?.iter().sum())
+}
+
+impl Counters {
+    /// Reads the live counters of a loaded scheduler with @nr_shards shards.
+    pub fn read(skel: &BpfSkel, nr_shards: usize) -> Result<Self> {
+        let per_cpu: Vec<Vec<u64>> = (0..NR_STATS as u32)
+            .map(|i| percpu_values(&skel.maps.stats, i))
+            .collect::<Result<_>>()?;
+        let per_shard = (0..nr_shards as u32)
+            .map(|i| sum_percpu(&skel.maps.shard_enqueues, i))
+            .collect::<Result<_>>()?;
+        let wait_hist = (0..bpf_intf::mosaic_limits_NR_WAIT_BUCKETS)
+            .map(|i| sum_percpu(&skel.maps.wait_hist, i))
+            .collect::<Result<_>>()?;
+        Ok(Counters::from_per_cpu(per_cpu, per_shard, wait_hist))
+    }
+}
+
+/// Kernel-measured cost of each BPF program: (name, runs, total ns).
+/// The kernel counts only while kernel.bpf_stats_enabled is 1 (--bpf-stats).
+pub fn bpf_prog_costs(skel: &BpfSkel) -> ProgCosts {
+    skel.object()
+        .progs()
+        .filter_map(|prog| {
+            let mut info: libbpf_rs::libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of_val(&info) as u32;
+            let ret = unsafe {
+                libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
+                    prog.as_fd().as_raw_fd(),
+                    &mut info as *mut _ as *mut std::ffi::c_void,
+                    &mut len,
+                )
+            };
+            (ret == 0).then(|| {
+                (
+                    prog.name().to_string_lossy().into_owned(),
+                    info.run_cnt,
+                    info.run_time_ns,
+                )
+            })
+        })
+        .collect()
+}
