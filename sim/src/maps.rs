@@ -223,8 +223,8 @@ impl Maps {
     }
 
     /// Per-CPU array @name with u64 values: entry i over CPUs, summed, or
-    /// for the entries @is_max picks, their maximum (the scheduler's rule for
-    /// its `*_max_us` counters, stats.rs).
+    /// for the entries @is_max picks, their maximum (the rule generated from
+    /// intf.h for counters, `StatDef::is_max`).
     pub fn combine_percpu(&self, name: &str, is_max: impl Fn(usize) -> bool) -> Vec<u64> {
         let Some(m) = self.by_addr.values().find(|m| m.name == name) else {
             return Vec::new();

@@ -542,11 +542,18 @@ fn bpf_work_section(md: &mut String, exe: &PathBuf, dir: &std::path::Path) -> Re
             if base[i] == 0.0 {
                 base[i] = per;
             }
-            cells.push(format!("{per:.2} ({:.2}x)", per / base[i].max(f64::MIN_POSITIVE)));
+            cells.push(format!(
+                "{per:.2} ({:.2}x)",
+                per / base[i].max(f64::MIN_POSITIVE)
+            ));
             cpus = v["nr_cpus"].clone();
             shards = v["shards"].clone();
         }
-        writeln!(md, "| `{m}` | {cpus} | {shards} | {} | {} |", cells[0], cells[1])?;
+        writeln!(
+            md,
+            "| `{m}` | {cpus} | {shards} | {} | {} |",
+            cells[0], cells[1]
+        )?;
     }
     Ok(())
 }

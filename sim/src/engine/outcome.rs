@@ -28,7 +28,7 @@ impl Engine {
         let completed = self.end_checks(end, kind);
         let names = crate::intf::STAT_NAMES;
         let stats = self.maps.combine_percpu("stats", |i| {
-            names.get(i).is_some_and(|n| n.ends_with("_max_us"))
+            crate::intf::STATS.get(i).is_some_and(|s| s.is_max)
         });
         let mut counters = serde_json::Map::new();
         for (i, n) in names.iter().enumerate() {
