@@ -64,7 +64,7 @@ enum mosaic_dsq {
  * A new counter also needs its field in stats::Metrics (the build checks).
  */
 enum mosaic_stat {
-	/* F1 shared runqueue (shard.bpf.c) */
+	/* seed 000: shared runqueue (shard.bpf.c) */
 	STAT_SHARD_ENQUEUES,	  /* task queued on a shard of its LLC */
 	STAT_SHARD_PULLS_LOCAL,	  /* CPU took a task from its own shard */
 	STAT_SHARD_PULLS_SIBLING, /* CPU took a task from a sibling shard */
@@ -73,7 +73,7 @@ enum mosaic_stat {
 	STAT_KICKS,		  /* idle CPU woken to run a queued task */
 	STAT_DISPATCH_EMPTY,	  /* dispatch found nothing to run */
 	STAT_SIBLING_SCANS,	  /* dispatch looked at the sibling shards */
-	/* F4 overload gate and stealing (gate.bpf.c, steal.bpf.c) */
+	/* seed 003: overload gate and stealing (gate.bpf.c, steal.bpf.c) */
 	STAT_STEAL_SCANS,	  /* cross-LLC steal scans done */
 	STAT_STEAL_SCANS_SKIPPED, /* ... skipped: the overload flag was clear */
 	STAT_STEAL_HITS,	  /* ... that moved a task */
@@ -97,13 +97,13 @@ enum mosaic_stat {
 	STAT_WAKE_BUSY,		     /* no idle CPU: the task queues */
 	STAT_WAKE_GROUP_PART, /* idle CPU found in the group's partition */
 	STAT_GROUP_FALLBACK,  /* the partition had none: searched wider */
-	/* F2 L2-scoped insertion: how the woken task reached its CPU */
+	/* seed 001: L2-scoped insertion: how the woken task reached its CPU */
 	STAT_DIRECT_DISPATCHES,	 /* inserted straight into a local DSQ */
 	STAT_INSERT_DIRECT_L2,	 /* ... the waker's CPU shares an L2 with it */
 	STAT_INSERT_DIRECT_WIDE, /* ... beyond the L2 (--no-l2-locality) */
 	STAT_INSERT_QUEUED, /* queued on the target's shard, target kicked */
 	STAT_INSERT_DIRECT_EXITING, /* ... beyond the L2, but the task exits */
-	/* F3 capacity (capacity.bpf.c) */
+	/* seed 002: capacity (capacity.bpf.c) */
 	STAT_MIGRATIONS,   /* task started on a CPU other than its last */
 	STAT_MISFIT_MOVES, /* task too big for its CPU moved to an idle one */
 	STAT_GROUP_MOVES,  /* task moved into its group's partition */
@@ -112,7 +112,7 @@ enum mosaic_stat {
 	/* cgroup cpu.weight (weight.bpf.c) */
 	STAT_CGROUPS_UNTRACKED, /* cgroups beyond MAX_WEIGHT_CGROUPS: their
 				 * tasks are charged by nice weight only */
-	/* F1: fairness across the shards of an LLC (shard.bpf.c) */
+	/* seed 000: fairness across the shards of an LLC (shard.bpf.c) */
 	STAT_SHARD_PULLS_OLDER, /* CPU took a sibling shard's head, a slice
 				 * older than its own shard's */
 	/* slice ends (main.bpf.c) */
