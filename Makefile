@@ -32,7 +32,6 @@ run: build
 		vm/run --topo $(TOPO) --timeout 1800 -- "sh /mosaic/guest/demo.sh $(ROUNDS)"; \
 	fi
 
-# (includes bench/tests/smoke.rs: a VM smoke run of the mosaic-bench pipeline, ~30 s)
 unit-test: build
 	cargo test --release
 

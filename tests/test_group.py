@@ -1,63 +1,15 @@
 """VM tests of the group balancer (seed 004) on `2llc-smt`: 8 CPUs, two LLCs
-(the default partitions: 0-3 and 4-7), two cgroups of 4 CPU-bound threads."""
+(the default partitions: 0-3 and 4-7), two cgroups of 4 CPU-bound threads. Guest scripts: tests/guest/group/."""
 
 import json
 import re
 
-from vmtest import assert_counters_consistent, assert_not_ejected, boot
-
-# cgroups a and b under gb/, each running 4 sysbench cpu threads for 10 s, started
-# spread: each group's threads begin on two CPUs of each LLC (taskset), then may run
-# anywhere - so the balancer has to move running tasks (tick moves, swaps), and the
-# baseline starts from the same known state. Meanwhile cgroups come and go under gb/,
-# and once both groups settled the userspace process is stopped (SIGSTOP) for 2 s: BPF
-# keeps scheduling (and moving tasks into their partitions), balancing resumes after.
-SCRIPT = r"""
-. /mosaic/guest/lib.sh
-CG=/sys/fs/cgroup
-mkdir -p $CG/gb/a $CG/gb/b
-for mode in on off; do
-    flags=""; [ $mode = on ] || flags=--no-group-balancer
-    start_mosaic --gb-parent gb $flags --stats 0 --stats-file /tmp/$mode.json || exit 1
-    pids=""
-    for g in a b; do
-        cpus=0,1,4,5; [ $g = a ] || cpus=2,3,6,7
-        taskset -c $cpus sh -c "echo \$\$ >$CG/gb/$g/cgroup.procs
-            exec sysbench cpu --threads=4 --time=10 run" >/tmp/sb.$g 2>&1 &
-        pids="$pids $!"
-    done
-    sleep 0.5
-    for p in $pids; do taskset -a -p -c 0-7 $p >/dev/null; done
-    for i in 1 2 3 4 5; do mkdir $CG/gb/churn$i; sleep 0.2; done
-    # the balancer settles one group per period: stop userspace only once a and b both
-    # have (a stop in between would hold one settled group amid an unsettled one); the
-    # monitor's last round says where each is while both run
-    n=0
-    while [ $mode = on ] && [ $n -lt 4 ]; do
-        n=$((n + 1))
-        timeout 2 scx_mosaic --monitor 0.5 >/tmp/mon 2>&1
-        [ "$(grep -oE '\| (a|b) -> p' /tmp/mon | sort -u | wc -l)" = 2 ] && break
-    done
-    report settle_polls_$mode $n
-    report polled_parts_$mode "$(grep -oE '\| (a|b) -> p[0-9]+' /tmp/mon | tail -n 2 | tr -d '|' | tr '\n' ' ')"
-    kill -STOP $MOSAIC_PID; sleep 2; report state_stopped_$mode "$(cat $SCX/state)"
-    kill -CONT $MOSAIC_PID
-    for i in 1 2 3 4 5; do rmdir $CG/gb/churn$i; sleep 0.2; done
-    wait $pids
-    for g in a b; do report eps_${mode}_$g "$(sed -n 's/.*events per second: *//p' /tmp/sb.$g)"; done
-    stop_mosaic
-    report_json $mode /tmp/$mode.json
-done
-"""
+from vmtest import checked_stats, run_guest
 
 
 def test_groups_settle_into_distinct_partitions_and_stay_there():
-    g = boot("2llc-smt", SCRIPT, timeout=400)
-    assert g.rc == 0, g.out
-    on, off = g.json["on"], g.json["off"]
-    for s in (on, off):
-        assert_not_ejected(g, s)
-        assert_counters_consistent(s)
+    g = run_guest("2llc-smt", "group/settle.sh", timeout=400)
+    on, off = checked_stats(g, "on", "off")
     assert g["state_stopped_on"] == "enabled", "scheduling stopped with userspace"
     groups = {x["path"]: x for x in on["group_balancer"]["groups"]}
     # what failed, in full (pytest shortens dicts): per group its partition, settles,
@@ -103,20 +55,7 @@ def test_groups_settle_into_distinct_partitions_and_stay_there():
 
 
 def test_bad_group_balancer_input_loads_nothing():
-    g = boot("2llc-smt", r"""
-. /mosaic/guest/lib.sh
-mkdir -p /sys/fs/cgroup/gb
-n=0
-for args in "--gb-parent /nonexistent" "--gb-parent /tmp" "--gb-parent gb --gb-partitions 0-3;3-7" \
-            "--gb-parent gb --gb-partitions 0-3;4-9" "--gb-parent gb --gb-partitions 0-3;;4-7" \
-            "--gb-partitions llc" "--gb-parent gb --gb-period-ms 0"; do
-    n=$((n + 1))
-    scx_mosaic $args >/tmp/out 2>&1; report rc_$n $?
-    report lines_$n "$(wc -l </tmp/out)"
-    report msg_$n "$(cat /tmp/out)"
-done
-report state "$(cat $SCX/state)"
-""", timeout=200)
+    g = run_guest("2llc-smt", "group/bad-input.sh", timeout=200)
     assert g.rc == 0, g.out
     for n in range(1, 8):
         assert g[f"rc_{n}"] != "0", g.out
@@ -135,25 +74,8 @@ def test_steals_under_the_balancer_respect_affinity():
     # steal; the balancer's steal walks that shard itself (to prefer its own groups'
     # tasks) and must skip the hogs, or the kernel ejects the scheduler ("target CPU not
     # allowed"), as it did before this test
-    g = boot("2llc-smt", r"""
-. /mosaic/guest/lib.sh
-mkdir -p /sys/fs/cgroup/gb
-start_mosaic --gb-parent gb --stats 0 --stats-file /tmp/s.json || exit 1
-pids=""
-for i in 1 2 3 4 5 6; do taskset -c 4-5 sh -c 'while :; do :; done' & pids="$pids $!"; done
-where=""
-for i in 1 2 3 4 5 6 7 8; do
-    sleep 0.5
-    for p in $pids; do where="$where $(cut -d' ' -f39 /proc/$p/stat)"; done
-done
-report cpus "$where"
-kill $pids
-stop_mosaic
-report_json s /tmp/s.json
-""", timeout=300)
-    assert g.rc == 0, g.out
-    s = g.json["s"]
-    assert_not_ejected(g, s)
+    g = run_guest("2llc-smt", "group/pinned-steals.sh", timeout=300)
+    s = checked_stats(g, "s")
     assert s["steal_scans"] > 0, s
     cpus = {int(c) for c in g["cpus"].split()}
     assert cpus <= {4, 5}, f"hogs allowed on 4-5 ran on {sorted(cpus)}"

@@ -1,35 +1,13 @@
 """VM test of --monitor: a second scx_mosaic process reads the running instance's stats
-over the scx_stats socket (loading nothing), and says so in one line when none runs."""
+over the scx_stats socket (loading nothing), and says so in one line when none runs.
+Guest script: tests/guest/monitor.sh."""
 
 import re
 
 import pytest
 
-from vmtest import assert_not_ejected, boot
+from vmtest import assert_not_ejected, run_guest
 
-
-MONITOR = r"""
-. /mosaic/guest/lib.sh
-scx_mosaic --monitor 1 >/tmp/none 2>&1; report none_rc $?
-report none_lines "$(wc -l </tmp/none)"
-report none_msg "$(cat /tmp/none)"
-report state_after_none "$(cat $SCX/state)"
-start_mosaic --stats 0 --stats-file /tmp/s.json || exit 1
-stress-ng --switch 2 --cpu 2 --timeout 20s >/tmp/stress.out 2>&1 &
-LOAD=$!
-sleep 1
-# under TCG with every vCPU busy an interval takes up to 3 s of wall time
-timeout 10 scx_mosaic --monitor 1 >/tmp/mon 2>&1
-report monitor_rc $?
-sed 's/^/MON /' /tmp/mon
-report ops_during "$(cat $SCX/root/ops)"
-wait $LOAD
-stop_mosaic
-report_json stats /tmp/s.json
-scx_mosaic --monitor 1 >/tmp/after 2>&1; report after_rc $?
-report after_lines "$(wc -l </tmp/after)"
-report socket_left "$(ls /var/run/scx/root/ 2>/dev/null)"
-"""
 
 # "mosaic   12.3s | direct   123/s | shard enq ..." (stats::Metrics::interval_lines)
 LINE = re.compile(r"^MON mosaic\s+([\d.]+)s \| (.*)$", re.M)
@@ -37,7 +15,7 @@ LINE = re.compile(r"^MON mosaic\s+([\d.]+)s \| (.*)$", re.M)
 
 @pytest.fixture(scope="module")
 def guest():
-    return boot("1llc", MONITOR, timeout=300)
+    return run_guest("1llc", "monitor.sh", timeout=300)
 
 
 def test_monitor_without_an_instance_fails_in_one_line(guest):

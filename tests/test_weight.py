@@ -1,67 +1,9 @@
 """VM test of cgroup cpu.weight (weight.bpf.c) on `1llc` (4 CPUs, one LLC): busy cgroups
 get CPU time in proportion to their cpu.weight, whatever the number of tasks in each, and
 through the hierarchy. CPU time is the kernel's own per-cgroup account (cpu.stat
-usage_usec) over an 8 s window after a 3 s warm-up."""
+usage_usec) over an 8 s window after a 3 s warm-up. Guest script: tests/guest/weight.sh."""
 
-from vmtest import assert_counters_consistent, assert_not_ejected, boot
-
-SCRIPT = r"""
-. /mosaic/guest/lib.sh
-CG=/sys/fs/cgroup
-echo +cpu >$CG/cgroup.subtree_control || exit 1
-mkdir -p $CG/wa $CG/wb $CG/wn/x $CG/wn/y $CG/wm
-echo +cpu >$CG/wn/cgroup.subtree_control || exit 1
-# set before the scheduler loads (ops.cgroup_init) ...
-echo 100 >$CG/wa/cpu.weight; echo 300 >$CG/wn/y/cpu.weight
-
-usage() { sed -n 's/^usage_usec //p' $CG/$1/cpu.stat; }
-
-# Start $2 CPU-bound shell loops in cgroup $1.
-hogs() {
-    i=0
-    while [ $i -lt $2 ]; do
-        sh -c "echo \$\$ >$CG/$1/cgroup.procs; while :; do :; done" &
-        HOGS="$HOGS $!"; i=$((i + 1))
-    done
-}
-
-# Run the hogs, then report each cgroup's CPU time over the window as $1_<cgroup>.
-measure() {
-    name=$1; shift
-    sleep 3
-    for g in "$@"; do eval "u0_$(echo $g | tr / _)=$(usage $g)"; done
-    idle0=$(awk '/^cpu /{print $5}' /proc/stat)
-    sleep 8
-    report ${name}_idle_ticks $(( $(awk '/^cpu /{print $5}' /proc/stat) - idle0 ))
-    for g in "$@"; do
-        v=$(echo $g | tr / _)
-        eval "u0=\$u0_$v"
-        report ${name}_$v $(( $(usage $g) - u0 ))
-    done
-    kill $HOGS; HOGS=""
-    sleep 1
-}
-
-for sched in mosaic noweights eevdf; do
-    case $sched in
-    mosaic) start_mosaic --stats 0 --stats-file /tmp/s.json || exit 1 ;;
-    noweights) start_mosaic --no-cgroup-weights --stats 0 || exit 1 ;;
-    esac
-    # ... and while it runs (ops.cgroup_set_weight)
-    echo 300 >$CG/wb/cpu.weight
-    # flat: 8 tasks at weight 100 against 4 at weight 300
-    hogs wa 8; hogs wb 4
-    measure ${sched}_flat wa wb
-    if [ $sched != noweights ]; then
-        # nested: wn (x:100 + y:300 inside) against wm, both 100
-        hogs wn/x 4; hogs wn/y 4; hogs wm 4
-        measure ${sched}_nested wn/x wn/y wm
-    fi
-    if [ $sched != eevdf ]; then stop_mosaic; fi
-    if [ $sched = mosaic ]; then report_json stats /tmp/s.json; fi
-    echo 100 >$CG/wb/cpu.weight
-done
-"""
+from vmtest import checked_stats, run_guest
 
 
 def ratio(g, prefix, a, b):
@@ -69,11 +11,8 @@ def ratio(g, prefix, a, b):
 
 
 def test_cpu_weight_splits_cpu_time_through_the_hierarchy():
-    g = boot("1llc", SCRIPT, timeout=400)
-    assert g.rc == 0, g.out
-    s = g.json["stats"]
-    assert_not_ejected(g, s)
-    assert_counters_consistent(s)
+    g = run_guest("1llc", "weight.sh", timeout=400)
+    s = checked_stats(g, "stats")
     assert s["cgroups_untracked"] == 0
     flat = ratio(g, "mosaic_flat", "wa", "wb")
     # the machine was saturated: CPUs idled < 5 % of the window (USER_HZ ticks)

@@ -7,6 +7,7 @@ ejection of the scheduler, which every test checks for explicitly.
 
 import json
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -45,6 +46,39 @@ def boot(topo, script, timeout=900):
     if p.returncode in (VM_TIMEOUT, VM_BOOT_FAILED):
         pytest.fail(f"VM boot failed or timed out (rc {p.returncode}):\n{p.stderr}")
     return Guest(p.returncode, p.stdout)
+
+
+def run_guest(topo, script, *args, timeout=900):
+    """Boots preset @topo and runs tests/guest/@script (at /mosaic/guest/ in the guest) with
+    @args, each one shell word; returns a Guest."""
+    return boot(topo, shlex.join(["sh", f"/mosaic/guest/{script}", *map(str, args)]), timeout)
+
+
+def checked_stats(g, *names):
+    """The final counters of the guest's scheduler runs @names (JSON blocks), after checking
+    that the guest script succeeded and that each run left by request with consistent
+    counters. One name gives one report, several a tuple."""
+    assert g.rc == 0, g.out
+    reports = tuple(g.json[n] for n in names)
+    for s in reports:
+        assert_not_ejected(g, s)
+        assert_counters_consistent(s)
+    return reports[0] if len(names) == 1 else reports
+
+
+# Longest stretch a CPU may idle while a task allowed on it waits, as the scheduler's own
+# scan sees it (idle_waiting_max_us; every --overload-scan-us, 10 ms by default). On hardware
+# a kicked CPU runs within microseconds; under single-threaded TCG one host thread runs the
+# vCPUs in turn, each until QEMU's 100 ms kick timer (TCG_KICK_PERIOD) or until it halts, so
+# a kicked idle vCPU may wait for every other vCPU's turn: (CPUs - 1) x 100 ms, and at least
+# 250 ms (25 scan periods). Shared with the gauntlet (tests/gauntlet/run.py).
+TCG_KICK_PERIOD_US = 100_000
+IDLE_WAIT_MIN_BOUND_US = 250_000
+
+
+def idle_wait_bound_us(ncpus):
+    """The wasted-core bound for a guest of @ncpus vCPUs under TCG."""
+    return max(IDLE_WAIT_MIN_BOUND_US, (ncpus - 1) * TCG_KICK_PERIOD_US)
 
 
 def assert_not_ejected(g, report):

@@ -35,7 +35,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
-from vmtest import VM_BOOT_FAILED, VM_GUEST_OOPS, VM_TIMEOUT, Guest  # noqa: E402
+from vmtest import (  # noqa: E402
+    TCG_KICK_PERIOD_US,
+    VM_BOOT_FAILED,
+    VM_GUEST_OOPS,
+    VM_TIMEOUT,
+    Guest,
+    idle_wait_bound_us,
+)
 
 CACHE = Path("/var/cache/mosaic")
 DEFAULT_KERNEL = "7.3.4+deb13-cloud-amd64"
@@ -49,19 +56,7 @@ OLD_STRESSORS = ["affinity", "cgroup", "hotplug", "sigkill"]
 # The fast subset inside `make test` (default kernel): two topologies, three stressors each.
 QUICK = [("1llc", ["affinity", "threads", "sigkill"]), ("2llc-smt", ["cgroup", "hotplug", "sigstop"])]
 
-# Longest stretch a CPU may idle while a task allowed on it waits, as the scheduler's scan
-# (every --overload-scan-us, 10 ms by default) sees it. On hardware a kicked CPU runs within
-# microseconds; under single-threaded TCG one host thread runs the vCPUs in turn, each until
-# QEMU's 100 ms kick timer (TCG_KICK_PERIOD) or until it halts, so a kicked idle vCPU may wait
-# for every other vCPU's turn: (CPUs - 1) x 100 ms, and at least 250 ms (25 scan periods).
-TCG_KICK_PERIOD_US = 100_000
-IDLE_WAIT_MIN_BOUND_US = 250_000
-
-
-def idle_wait_bound_us(ncpus):
-    """The wasted-core bound for a guest of @ncpus vCPUs under TCG."""
-    return max(IDLE_WAIT_MIN_BOUND_US, (ncpus - 1) * TCG_KICK_PERIOD_US)
-
+# The wasted-core bound (idle_wait_bound_us) and TCG_KICK_PERIOD_US come from tests/vmtest.py.
 
 # The runnable-wait bound. vtime.bpf.c queues no task further ahead of its LLC's clock than
 # the clock covers in WAIT_TARGET_US (tunables::wait_target_ns for the kernel's default 30 s

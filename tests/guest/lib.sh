@@ -86,3 +86,27 @@ stats_under() {
     stop_mosaic
     report_json $1 /tmp/$1.json
 }
+
+# Start $2 CPU-bound shell loops allowed on CPUs $1 (a taskset list); their pids are
+# appended to $BUSY_PIDS.
+busy_loops() {
+    local i=0
+    while [ $i -lt $2 ]; do
+        taskset -c $1 sh -c 'while :; do :; done' &
+        BUSY_PIDS="$BUSY_PIDS $!"
+        i=$((i + 1))
+    done
+}
+
+# Print the CPU each of the pids $3... last ran on, $1 times, every $2 seconds (sleeping
+# before each sample), on one line.
+cpu_samples() {
+    local n=$1 every=$2 i=0 where="" p
+    shift 2
+    while [ $i -lt $n ]; do
+        sleep $every
+        for p in "$@"; do where="$where $(cut -d' ' -f39 /proc/$p/stat)"; done
+        i=$((i + 1))
+    done
+    echo $where
+}

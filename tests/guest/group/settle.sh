@@ -1,0 +1,42 @@
+# tests/test_group.py: cgroups a and b under gb/, each running 4 sysbench cpu threads for 10 s,
+# started spread: each group's threads begin on two CPUs of each LLC (taskset), then may run
+# anywhere - so the balancer has to move running tasks (tick moves, swaps), and the baseline
+# starts from the same known state. Meanwhile cgroups come and go under gb/, and once both
+# groups settled the userspace process is stopped (SIGSTOP) for 2 s: BPF keeps scheduling
+# (and moving tasks into their partitions), balancing resumes after. Once with the balancer
+# (JSON block "on"), once without ("off").
+. /mosaic/guest/lib.sh
+CG=/sys/fs/cgroup
+mkdir -p $CG/gb/a $CG/gb/b
+for mode in on off; do
+    flags=""; [ $mode = on ] || flags=--no-group-balancer
+    start_mosaic --gb-parent gb $flags --stats 0 --stats-file /tmp/$mode.json || exit 1
+    pids=""
+    for g in a b; do
+        cpus=0,1,4,5; [ $g = a ] || cpus=2,3,6,7
+        taskset -c $cpus sh -c "echo \$\$ >$CG/gb/$g/cgroup.procs
+            exec sysbench cpu --threads=4 --time=10 run" >/tmp/sb.$g 2>&1 &
+        pids="$pids $!"
+    done
+    sleep 0.5
+    for p in $pids; do taskset -a -p -c 0-7 $p >/dev/null; done
+    for i in 1 2 3 4 5; do mkdir $CG/gb/churn$i; sleep 0.2; done
+    # the balancer settles one group per period: stop userspace only once a and b both
+    # have (a stop in between would hold one settled group amid an unsettled one); the
+    # monitor's last round says where each is while both run
+    n=0
+    while [ $mode = on ] && [ $n -lt 4 ]; do
+        n=$((n + 1))
+        timeout 2 scx_mosaic --monitor 0.5 >/tmp/mon 2>&1
+        [ "$(grep -oE '\| (a|b) -> p' /tmp/mon | sort -u | wc -l)" = 2 ] && break
+    done
+    report settle_polls_$mode $n
+    report polled_parts_$mode "$(grep -oE '\| (a|b) -> p[0-9]+' /tmp/mon | tail -n 2 | tr -d '|' | tr '\n' ' ')"
+    kill -STOP $MOSAIC_PID; sleep 2; report state_stopped_$mode "$(cat $SCX/state)"
+    kill -CONT $MOSAIC_PID
+    for i in 1 2 3 4 5; do rmdir $CG/gb/churn$i; sleep 0.2; done
+    wait $pids
+    for g in a b; do report eps_${mode}_$g "$(sed -n 's/.*events per second: *//p' /tmp/sb.$g)"; done
+    stop_mosaic
+    report_json $mode /tmp/$mode.json
+done
