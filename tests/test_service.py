@@ -1,0 +1,20 @@
+"""VM test of the sched_ext ecosystem's conventions: scx_mosaic run as scx's own
+scx.service runs a scheduler (/etc/default/scx: SCX_SCHEDULER, SCX_FLAGS), under
+scx_loader's hardening (cgroup filesystem read-only), prints nothing periodic unless
+asked, and its group balancer still settles. Guest script: tests/guest/service.sh."""
+
+from vmtest import checked_stats, run_guest
+
+
+def test_runs_from_etc_default_scx_with_a_read_only_cgroupfs():
+    g = run_guest("2llc-smt", "service.sh", timeout=300)
+    s = checked_stats(g, "s")
+    assert g["cgroupfs_mkdir_rc"] != "0", "the cgroup filesystem was not read-only"
+    assert g["mosaic_rc"] == "0", g.out
+    # the banner and the "attached" line; no live stats without --stats
+    assert int(g["log_lines"]) <= 4, g.out
+    groups = {x["path"]: x for x in s["group_balancer"]["groups"]}
+    assert sorted(groups) == ["a", "b"], groups
+    assert groups["a"]["settles"] >= 1 and groups["b"]["settles"] >= 1, (groups, g.out)
+    print(f"groups running before the load settled after {g['settle_polls']} monitor polls "
+          "(TCG, noisy)")
