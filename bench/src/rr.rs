@@ -82,22 +82,10 @@ fn tcp_pair(size: usize, stop: Arc<AtomicBool>) -> Result<Client> {
     });
     let mut s = TcpStream::connect(addr).context("connect")?;
     s.set_nodelay(true)?;
-    Ok(thread::spawn(move || {
-        let mut buf = vec![0u8; size];
-        let mut r = ClientResult {
-            count: 0,
-            lat_ns: Vec::new(),
-        };
-        while !stop.load(Ordering::Relaxed) {
-            let t = Instant::now();
-            s.write_all(&buf)?;
-            s.read_exact(&mut buf)?;
-            r.count += 1;
-            if r.lat_ns.len() < MAX_SAMPLES {
-                r.lat_ns.push(t.elapsed().as_nanos() as u64);
-            }
-        }
-        Ok(r)
+    Ok(spawn_client(size, stop, move |buf| {
+        s.write_all(buf)?;
+        s.read_exact(buf)?;
+        Ok(true)
     }))
 }
 
@@ -120,7 +108,21 @@ fn udp_pair(size: usize, stop: Arc<AtomicBool>) -> Result<Client> {
     let client = UdpSocket::bind("127.0.0.1:0")?;
     client.connect(saddr)?;
     client.set_read_timeout(Some(Duration::from_millis(200)))?;
-    Ok(thread::spawn(move || {
+    Ok(spawn_client(size, stop, move |buf| {
+        client.send(buf)?;
+        // false: timed out, resend
+        Ok(client.recv(buf).is_ok())
+    }))
+}
+
+/// Start a client thread that runs `transact` on a `size`-byte buffer until `stop`, counting
+/// the transactions it completes (true) and sampling their latencies; false is one to retry.
+fn spawn_client(
+    size: usize,
+    stop: Arc<AtomicBool>,
+    mut transact: impl FnMut(&mut [u8]) -> Result<bool> + Send + 'static,
+) -> Client {
+    thread::spawn(move || {
         let mut buf = vec![0u8; size];
         let mut r = ClientResult {
             count: 0,
@@ -128,9 +130,8 @@ fn udp_pair(size: usize, stop: Arc<AtomicBool>) -> Result<Client> {
         };
         while !stop.load(Ordering::Relaxed) {
             let t = Instant::now();
-            client.send(&buf)?;
-            if client.recv(&mut buf).is_err() {
-                continue; // timed out: resend
+            if !transact(&mut buf)? {
+                continue;
             }
             r.count += 1;
             if r.lat_ns.len() < MAX_SAMPLES {
@@ -138,5 +139,5 @@ fn udp_pair(size: usize, stop: Arc<AtomicBool>) -> Result<Client> {
             }
         }
         Ok(r)
-    }))
+    })
 }

@@ -235,7 +235,7 @@ impl Balancer {
 
 #[cfg(test)]
 mod tests {
-    //! policy.rs has the policy's tests.
+    //! The policy's tests are next to its parts (group/policy/).
     use super::*;
     use policy::tests::topo;
 

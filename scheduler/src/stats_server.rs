@@ -136,6 +136,17 @@ pub fn monitor(
     rounds: Option<usize>,
     stop: Option<&AtomicBool>,
 ) -> Result<()> {
+    monitor_to(path, interval, rounds, stop, |line| println!("{line}"))
+}
+
+/// monitor(), each line it prints handed to @print instead.
+fn monitor_to(
+    path: &Path,
+    interval: f64,
+    rounds: Option<usize>,
+    stop: Option<&AtomicBool>,
+    mut print: impl FnMut(&str),
+) -> Result<()> {
     let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
     let mut client = Client::connect(path, interval)?;
     let mut last = client.metrics()?;
@@ -149,7 +160,7 @@ pub fn monitor(
         let secs = last_at.elapsed().as_secs_f64();
         last_at = Instant::now();
         for line in now.interval_lines(&last, secs) {
-            println!("{line}");
+            print(&line);
         }
         last = now;
     }
@@ -263,7 +274,37 @@ mod tests {
 
     #[test]
     fn monitor_prints_rates_of_a_running_instance() {
-        serve_while(sample, |path| monitor(&path, 0.05, Some(2), None)).unwrap();
+        let lines = serve_while(sample, |path| {
+            let mut lines = Vec::new();
+            monitor_to(&path, 0.05, Some(2), None, |l| lines.push(l.to_string())).map(|()| lines)
+        })
+        .unwrap();
+        // two rounds, sample(2) after sample(1) and sample(3) after sample(2):
+        // each the rates line and group a's line
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        for (round, runtime) in [(0, "2.0s"), (1, "3.0s")] {
+            let rates = &lines[2 * round];
+            // 10 shard enqueues a round, over at least the 0.05 s interval: the
+            // one figure that depends on timing, at most 200/s
+            let enq = rates
+                .split_once("shard enq")
+                .and_then(|(_, rest)| rest.split_once("/s"))
+                .and_then(|(figure, _)| figure.trim().parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no shard enq rate: {rates}"));
+            assert!((1..=200).contains(&enq), "{rates}");
+            assert_eq!(
+                rates,
+                &format!(
+                    "mosaic     {runtime} | direct       0/s | shard enq {enq:>7}/s \
+                     pull own       0/s sibling      0/s | cpu-q      0/s | kicks      0/s | \
+                     idle dispatch      0/s | wait p50 0us p99 0us max 0us"
+                )
+            );
+            assert_eq!(
+                lines[2 * round + 1],
+                "mosaic group   | a -> p1 excl 0.00 settles 0"
+            );
+        }
     }
 
     #[test]

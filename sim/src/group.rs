@@ -1,8 +1,9 @@
 //! The group balancer's userspace half (seed 004), in simulated time.
 //!
-//! The policy is scx_mosaic's own: scheduler/src/group/policy.rs (decide(),
-//! the seed's try_to_settle, parse_partitions, and the per-period state:
-//! smoothed loads, round robin, settle periods, predicted loads), from
+//! The policy is scx_mosaic's own: scheduler/src/group/policy.rs and its
+//! parts (settle.rs's decide(), the seed's try_to_settle; partitions.rs's
+//! parse_partitions; state.rs's per-period state: smoothed loads, round
+//! robin, settle periods, predicted loads), from
 //! scx_mosaic's library. What this file adds is the
 //! simulator's I/O around it, as scheduler/src/group.rs's `Balancer::tick`
 //! does for the real maps: read part_runtime and group_runtime, and write

@@ -1,0 +1,532 @@
+//! The balancer's state across periods: a `Group` per tracked cgroup (its
+//! partition, runtime totals, smoothed load, settle period) and the `Policy`
+//! that holds them with the partitions' loads and predicted loads, and runs
+//! each period: the accounting, the first settles, and one settle attempt
+//! round robin.
+
+use super::settle::{decide, Decision};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+
+/// The longest a settled group waits between two settle attempts.
+pub const SETTLE_PERIOD_MAX_NS: u64 = 10_000_000_000;
+/// Predicted load halves every this long (the seed's DECAY_PERIOD, HZ).
+pub const PREDICT_HALF_LIFE_NS: u64 = 1_000_000_000;
+
+/// One balanced cgroup.
+#[derive(Debug)]
+pub struct Group {
+    pref: Option<usize>,
+    settles: u32,
+    resettles: u32,
+    settle_period: u64,
+    settle_next: u64,
+    /// Runtime per partition since it was first seen, ns.
+    total: Vec<u64>,
+    /// Runtime since it was first settled, and the part of it spent inside
+    /// the partition it was settled into at the time, ns.
+    settled_ns: u64,
+    inside_ns: u64,
+    /// Recent load per partition, CPUs (smoothed).
+    load: Vec<f64>,
+    /// Periods in a row in which it ran (first settle from two on).
+    busy_periods: u32,
+}
+
+impl Group {
+    /// Its partition, if settled.
+    pub fn pref(&self) -> Option<usize> {
+        self.pref
+    }
+
+    /// Runtime per partition since it was first seen, ns.
+    pub fn total(&self) -> &[u64] {
+        &self.total
+    }
+
+    /// Share of its runtime spent inside its partition since it was settled
+    /// (never settled: in the partition where it ran most).
+    pub fn exclusivity(&self) -> f64 {
+        if self.settled_ns > 0 {
+            return self.inside_ns as f64 / self.settled_ns as f64;
+        }
+        let sum: u64 = self.total.iter().sum();
+        let most = self.total.iter().copied().max().unwrap_or(0);
+        if sum == 0 {
+            0.0
+        } else {
+            most as f64 / sum as f64
+        }
+    }
+
+    /// Times it was settled, and moved to another partition.
+    pub fn settles(&self) -> (u32, u32) {
+        (self.settles, self.resettles)
+    }
+
+    /// Its state as JSON (the simulator's report; scx_mosaic's is
+    /// Balancer::metrics).
+    pub fn to_json(&self, cgid: u64) -> Value {
+        json!({"cgroup_id": cgid, "partition": self.pref, "settles": self.settles,
+               "resettles": self.resettles, "exclusivity": self.exclusivity(),
+               "runtime_ns_per_partition": self.total})
+    }
+}
+
+/// The balancer's state across periods, in time @now (ns, any origin: the
+/// state starts at 0).
+#[derive(Debug)]
+pub struct Policy {
+    period_ns: u64,
+    /// False with --no-group-balancer: account, but never settle.
+    enabled: bool,
+    groups: BTreeMap<u64, Group>,
+    predict: Vec<f64>,
+    cap: Vec<f64>,
+    part_last: Vec<u64>,
+    part_load: Vec<f64>,
+    last_tick: u64,
+    global_next: u64,
+    predict_stamp: u64,
+    /// cgid tried last: the next attempt starts after it (round robin).
+    cursor: Option<u64>,
+}
+
+impl Policy {
+    /// @cap: capacity per partition in CPUs (see capacities()).
+    pub fn new(cap: Vec<f64>, period_ns: u64, enabled: bool) -> Self {
+        let n = cap.len();
+        Policy {
+            period_ns,
+            enabled,
+            groups: BTreeMap::new(),
+            predict: vec![0.0; n],
+            cap,
+            part_last: vec![0; n],
+            part_load: vec![0.0; n],
+            last_tick: 0,
+            global_next: 0,
+            predict_stamp: 0,
+            cursor: None,
+        }
+    }
+
+    /// The groups by cgroup id.
+    pub fn groups(&self) -> &BTreeMap<u64, Group> {
+        &self.groups
+    }
+
+    /// Starts tracking cgroup @cgid, unsettled; false if already tracked.
+    pub fn add(&mut self, cgid: u64, now: u64) -> bool {
+        if self.groups.contains_key(&cgid) {
+            return false;
+        }
+        let n = self.cap.len();
+        self.groups.insert(
+            cgid,
+            Group {
+                pref: None,
+                settles: 0,
+                resettles: 0,
+                settle_period: self.period_ns,
+                settle_next: now,
+                total: vec![0; n],
+                settled_ns: 0,
+                inside_ns: 0,
+                load: vec![0.0; n],
+                busy_periods: 0,
+            },
+        );
+        true
+    }
+
+    /// Makes the tracked groups those of @live (cgroups come and go at any
+    /// time): the ids added, then the ids dropped, both ascending.
+    pub fn sync(&mut self, live: &BTreeSet<u64>, now: u64) -> (Vec<u64>, Vec<u64>) {
+        let gone: Vec<u64> = self
+            .groups
+            .keys()
+            .filter(|id| !live.contains(id))
+            .copied()
+            .collect();
+        for id in &gone {
+            self.groups.remove(id);
+        }
+        let added = live
+            .iter()
+            .copied()
+            .filter(|&id| self.add(id, now))
+            .collect();
+        (added, gone)
+    }
+
+    /// One period at @now: loads from the runtime totals (ns since the
+    /// start: @part_runtime per partition, @group_runtime per tracked group
+    /// and partition, a missing group counting as no runtime), then the
+    /// first settle of every busy group not yet settled, or else one settle
+    /// attempt. Returns the groups that moved and their partitions, in
+    /// order, for BPF's group_prefs.
+    pub fn tick(
+        &mut self,
+        now: u64,
+        part_runtime: &[u64],
+        group_runtime: &BTreeMap<u64, Vec<u64>>,
+    ) -> Vec<(u64, usize)> {
+        let secs = (now.saturating_sub(self.last_tick) as f64 / 1e9).max(1e-3);
+        self.last_tick = now;
+
+        // partition loads, in CPUs, smoothed over two periods
+        for (p, (last, load)) in self
+            .part_last
+            .iter_mut()
+            .zip(self.part_load.iter_mut())
+            .enumerate()
+        {
+            let ns = part_runtime.get(p).copied().unwrap_or(0);
+            let fresh = ns.saturating_sub(*last) as f64 / 1e9 / secs;
+            *load = (*load + fresh) / 2.0;
+            *last = ns;
+        }
+        // group loads
+        for (id, g) in self.groups.iter_mut() {
+            let now_total = group_runtime.get(id).map_or(&[][..], |v| &v[..]);
+            let ran = g
+                .total
+                .iter()
+                .enumerate()
+                .any(|(p, &t)| now_total.get(p).is_some_and(|&n| n > t));
+            g.busy_periods = if ran { g.busy_periods + 1 } else { 0 };
+            for (p, (load, total)) in g.load.iter_mut().zip(g.total.iter_mut()).enumerate() {
+                let now = now_total.get(p).copied().unwrap_or(0);
+                let delta = now.saturating_sub(*total);
+                if let Some(pref) = g.pref {
+                    g.settled_ns += delta;
+                    if pref == p {
+                        g.inside_ns += delta;
+                    }
+                }
+                let fresh = delta as f64 / 1e9 / secs;
+                *load = (*load + fresh) / 2.0;
+                *total = (*total).max(now);
+            }
+        }
+
+        let mut moved = Vec::new();
+        if !self.enabled || now < self.global_next {
+            return moved;
+        }
+        self.decay_predictions(now);
+        // new groups first, all of them, one after the other: each sees the
+        // load the ones before it are predicted to bring, and their load
+        // gone from the partitions they leave
+        let mut part_load = self.part_load.clone();
+        while let Some(id) = self.next_candidate(now, true) {
+            self.cursor = Some(id);
+            if self.try_to_settle(id, now, &part_load) {
+                let g = &self.groups[&id];
+                if let Some(dst) = g.pref {
+                    moved.push((id, dst));
+                    for (i, (load, own)) in part_load.iter_mut().zip(&g.load).enumerate() {
+                        if i != dst {
+                            *load = (*load - own).max(0.0);
+                        }
+                    }
+                }
+            }
+        }
+        if moved.is_empty() {
+            if let Some(id) = self.next_candidate(now, false) {
+                self.cursor = Some(id);
+                if self.try_to_settle(id, now, &part_load) {
+                    moved.extend(self.groups[&id].pref.map(|p| (id, p)));
+                }
+            }
+        }
+        if !moved.is_empty() {
+            self.global_next = now + self.period_ns;
+        }
+        moved
+    }
+
+    /// Predicted loads halve every second; gone after ten.
+    fn decay_predictions(&mut self, now: u64) {
+        let halves = now.saturating_sub(self.predict_stamp) as f64 / PREDICT_HALF_LIFE_NS as f64;
+        if halves < 1.0 {
+            return;
+        }
+        self.predict_stamp = now;
+        for p in self.predict.iter_mut() {
+            *p = if halves > 10.0 {
+                0.0
+            } else {
+                *p / 2f64.powi(halves as i32)
+            };
+        }
+    }
+
+    /// The next group due for a settle attempt, round robin after the last.
+    /// Only groups that ran in the last periods take part: the seed tries to
+    /// settle from a running task of the group, and an idle group's attempt
+    /// would only delay the others' by a period each. A first settle waits
+    /// until the group ran in two periods in a row, as the seed's waits until
+    /// a task ran a whole period: a group caught as it starts shows a load
+    /// near zero, and a batch of those would all land where the noise is
+    /// least (test_group saw two busy groups settle into one partition).
+    /// With @unsettled_only, only groups never settled.
+    fn next_candidate(&self, now: u64, unsettled_only: bool) -> Option<u64> {
+        let due = |(&id, g): (&u64, &Group)| {
+            let ready = match g.pref {
+                None => g.busy_periods >= 2,
+                Some(_) => !unsettled_only && g.load.iter().sum::<f64>() > 0.0,
+            };
+            (g.settle_next <= now && ready).then_some(id)
+        };
+        match self.cursor {
+            None => self.groups.iter().find_map(due),
+            Some(c) => self
+                .groups
+                .range((Bound::Excluded(c), Bound::Unbounded))
+                .find_map(due)
+                .or_else(|| self.groups.range(..=c).find_map(due)),
+        }
+    }
+
+    /// Runs the seed's settle step for group @id on the loads per partition
+    /// @part_load; true if it moved.
+    fn try_to_settle(&mut self, id: u64, now: u64, part_load: &[f64]) -> bool {
+        let g = self.groups.get_mut(&id).unwrap();
+        let decision = decide(part_load, &g.load, &self.predict, &self.cap, g.pref);
+        let group_load: f64 = g.load.iter().sum();
+        if group_load > 0.0 {
+            g.settle_period = (g.settle_period * 2).min(SETTLE_PERIOD_MAX_NS);
+        }
+        let moved = match decision {
+            Decision::Stay => false,
+            Decision::Settle(dst) => {
+                g.pref = Some(dst);
+                g.settles += 1;
+                self.predict[dst] += group_load;
+                true
+            }
+            Decision::Resettle(dst) => {
+                g.pref = Some(dst);
+                g.resettles += 1;
+                self.predict[dst] += group_load;
+                g.settle_period = self.period_ns * 2;
+                true
+            }
+        };
+        g.settle_next = now + g.settle_period;
+        moved
+    }
+
+    /// Mean exclusivity of the settled groups (none settled: of all groups,
+    /// each in the partition where it ran most).
+    #[allow(dead_code)] // mosaic-sim's report
+    pub fn mean_exclusivity(&self) -> f64 {
+        let settled: Vec<&Group> = self.groups.values().filter(|g| g.settled_ns > 0).collect();
+        if settled.is_empty() {
+            self.groups.values().map(|g| g.exclusivity()).sum::<f64>()
+                / self.groups.len().max(1) as f64
+        } else {
+            settled.iter().map(|g| g.exclusivity()).sum::<f64>() / settled.len() as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// Two partitions of 4 CPUs, a 100 ms period.
+    fn policy() -> Policy {
+        Policy::new(vec![4.0, 4.0], 100 * MS, true)
+    }
+
+    fn live(ids: &[u64]) -> BTreeSet<u64> {
+        ids.iter().copied().collect()
+    }
+
+    /// Runtime totals (ns) where each of @busy ran @ns in partition 0.
+    fn ran_in_p0(busy: &[u64], ns: u64) -> (Vec<u64>, BTreeMap<u64, Vec<u64>>) {
+        let groups = busy.iter().map(|&id| (id, vec![ns, 0])).collect();
+        (vec![ns * busy.len() as u64, 0], groups)
+    }
+
+    /// One period at @now ms, runtime totals in ms: per partition, and
+    /// per group and partition.
+    fn tick(
+        p: &mut Policy,
+        now: u64,
+        part: [u64; 2],
+        groups: &[(u64, [u64; 2])],
+    ) -> Vec<(u64, usize)> {
+        let groups = groups
+            .iter()
+            .map(|(id, t)| (*id, t.iter().map(|ms| ms * MS).collect()))
+            .collect();
+        p.tick(now * MS, &part.map(|ms| ms * MS), &groups)
+    }
+
+    #[test]
+    fn new_groups_settle_at_once_then_one_attempt_per_period() {
+        let mut p = policy();
+        assert_eq!(p.sync(&live(&[7, 3]), 0), (vec![3, 7], vec![]));
+        // group 3 alone busy, in p0: not in its first busy period, then its
+        // own load excluded, p0 is as free as p1 and comes first; group 7
+        // never ran: not settled
+        assert_eq!(tick(&mut p, 50, [50, 0], &[(3, [50, 0])]), []);
+        assert_eq!(tick(&mut p, 100, [100, 0], &[(3, [100, 0])]), [(3, 0)]);
+        assert_eq!(p.groups()[&7].pref(), None);
+        // a move: nothing happens until a period has passed
+        let busy = [(3, [100, 0]), (7, [50, 0])];
+        assert_eq!(tick(&mut p, 150, [150, 0], &busy), []);
+        // then group 7, busy in p0 too (a second period): p1 is free
+        let busy = [(3, [250, 0]), (7, [150, 0])];
+        assert_eq!(tick(&mut p, 250, [400, 0], &busy), [(7, 1)]);
+        assert_eq!(p.groups()[&3].pref(), Some(0));
+        assert_eq!(p.groups()[&7].pref(), Some(1));
+        // group 3 is due again (its period doubled to 200 ms) and stays
+        let busy = [(3, [350, 0]), (7, [150, 100])];
+        assert_eq!(tick(&mut p, 350, [500, 100], &busy), []);
+        assert_eq!(p.groups()[&3].settle_next, 750 * MS);
+        // exclusivity counts from each group's settle
+        let busy = [(3, [450, 0]), (7, [250, 100])];
+        tick(&mut p, 450, [700, 100], &busy);
+        assert_eq!(p.groups()[&3].exclusivity(), 1.0);
+        assert_eq!(p.groups()[&7].exclusivity(), 0.5);
+        assert_eq!(p.mean_exclusivity(), 0.75);
+        let j = p.groups()[&7].to_json(7);
+        assert_eq!(j["cgroup_id"], 7);
+        assert_eq!(j["partition"], 1);
+        assert_eq!(j["settles"], 1);
+        assert_eq!(j["runtime_ns_per_partition"], json!([250 * MS, 100 * MS]));
+    }
+
+    #[test]
+    fn a_batch_of_new_groups_spreads_over_the_partitions_in_one_period() {
+        let mut p = policy();
+        p.sync(&live(&[1, 2, 3, 4]), 0);
+        // four busy groups, all in p0: the predictions send them two and two
+        let busy = [(1, [50, 0]), (2, [50, 0]), (3, [50, 0]), (4, [50, 0])];
+        assert_eq!(tick(&mut p, 50, [200, 0], &busy), []);
+        let busy = [(1, [100, 0]), (2, [100, 0]), (3, [100, 0]), (4, [100, 0])];
+        let moved = tick(&mut p, 100, [400, 0], &busy);
+        assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        let in_p0 = moved.iter().filter(|m| m.1 == 0).count();
+        assert_eq!(in_p0, 2, "{moved:?}");
+        // settled groups then wait their turn: one attempt per period
+        let busy = [(1, [200, 0]), (2, [200, 0]), (3, [200, 0]), (4, [200, 0])];
+        assert_eq!(tick(&mut p, 150, [800, 0], &busy), []);
+    }
+
+    #[test]
+    fn idle_groups_do_not_delay_a_busy_ones_settle() {
+        let mut p = policy();
+        p.sync(&live(&[1, 2, 3, 4, 9]), 0);
+        // only group 9 ran: the first period settles it; 1-4 wait until busy
+        assert_eq!(tick(&mut p, 50, [50, 0], &[(9, [50, 0])]), []);
+        assert_eq!(tick(&mut p, 100, [100, 0], &[(9, [100, 0])]), [(9, 0)]);
+        assert!((1..=4).all(|id| p.groups()[&id].pref().is_none()));
+    }
+
+    #[test]
+    fn groups_come_and_go_between_periods() {
+        let mut p = policy();
+        p.sync(&live(&[1, 2]), 0);
+        // both new and busy: both settle in this period, group 1 into the
+        // free p1, group 2 then into p0 (p1 carries 1's predicted load)
+        let busy = [(1, [50, 0]), (2, [50, 0])];
+        assert_eq!(tick(&mut p, 50, [100, 0], &busy), []);
+        let busy = [(1, [100, 0]), (2, [100, 0])];
+        assert_eq!(tick(&mut p, 100, [200, 0], &busy), [(1, 1), (2, 0)]);
+        // group 1 (gone) and group 5 (new) between periods
+        assert_eq!(p.sync(&live(&[2, 5]), 200 * MS), (vec![5], vec![1]));
+        assert!(!p.groups().contains_key(&1));
+        // group 5 has no load: not even tried (its settle_next is still the
+        // time it appeared), stays unsettled, nothing to write
+        let busy = [(2, [200, 0]), (5, [0, 0])];
+        assert_eq!(tick(&mut p, 200, [300, 0], &busy), []);
+        assert_eq!(p.groups()[&5].pref(), None);
+        assert_eq!(p.groups()[&5].settle_next, 200 * MS);
+        // once it ran in two periods in a row, it settles
+        let busy = [(2, [300, 0]), (5, [0, 100])];
+        assert_eq!(tick(&mut p, 300, [400, 100], &busy), []);
+        let busy = [(2, [350, 0]), (5, [0, 150])];
+        assert_eq!(tick(&mut p, 350, [450, 150], &busy), [(5, 1)]);
+        // group 1 comes back (same id): tracked afresh, unsettled
+        assert_eq!(p.sync(&live(&[1, 2, 5]), 400 * MS), (vec![1], vec![]));
+        let g = &p.groups()[&1];
+        assert_eq!((g.pref(), g.total()), (None, &[0, 0][..]));
+        // a group missing from the runtime totals counts as idle
+        assert_eq!(tick(&mut p, 400, [450, 150], &[]), []);
+        assert_eq!(p.groups()[&1].total(), &[0, 0]);
+        assert_eq!(p.groups()[&2].total(), &[350 * MS, 0]);
+    }
+
+    #[test]
+    fn disabled_accounts_but_never_settles() {
+        let mut p = Policy::new(vec![4.0, 4.0], 100 * MS, false);
+        p.sync(&live(&[1]), 0);
+        for t in 1..5 {
+            let (part, groups) = ran_in_p0(&[1], t * 100 * MS);
+            assert_eq!(p.tick(t * 100 * MS, &part, &groups), []);
+        }
+        assert_eq!(p.groups()[&1].pref(), None);
+        assert_eq!(p.groups()[&1].exclusivity(), 1.0);
+        assert_eq!(p.mean_exclusivity(), 1.0);
+    }
+
+    #[test]
+    fn settle_periods_grow_to_the_max_and_a_move_resets_them() {
+        let mut p = policy();
+        p.sync(&live(&[1]), 0);
+        let mut ns = 0;
+        let mut tick = |p: &mut Policy, now: u64| {
+            ns += 100 * MS;
+            let (part, groups) = ran_in_p0(&[1], ns);
+            p.tick(now, &part, &groups)
+        };
+        assert_eq!(tick(&mut p, 50 * MS), []);
+        assert_eq!(tick(&mut p, 100 * MS), [(1, 0)]);
+        assert_eq!(p.groups()[&1].settle_period, 200 * MS);
+        // attempts at 300, 700, 1500, 3100, 6300, 12700 ms, then every 10 s
+        let mut tried = Vec::new();
+        for t in (200..30_000).step_by(100) {
+            let before = p.groups()[&1].settle_next;
+            tick(&mut p, t * MS);
+            if p.groups()[&1].settle_next != before {
+                tried.push(t);
+            }
+        }
+        assert_eq!(tried, [300, 700, 1500, 3100, 6300, 12700, 22700]);
+        assert_eq!(p.groups()[&1].settle_period, SETTLE_PERIOD_MAX_NS);
+        // a resettle: the period falls back to two periods
+        assert!(
+            p.try_to_settle(1, 30_000 * MS, &[8.0, 0.0]),
+            "crowded p0, idle p1: moves"
+        );
+        let g = &p.groups()[&1];
+        assert_eq!(
+            (g.pref(), g.resettles, g.settle_period),
+            (Some(1), 1, 200 * MS)
+        );
+    }
+
+    #[test]
+    fn predictions_halve_every_second_and_are_gone_after_ten() {
+        let mut p = policy();
+        p.predict = vec![8.0, 1.0];
+        p.decay_predictions(900 * MS);
+        assert_eq!(p.predict, [8.0, 1.0]);
+        p.decay_predictions(2_100 * MS);
+        assert_eq!(p.predict, [2.0, 0.25]);
+        p.decay_predictions(3_000 * MS);
+        assert_eq!(p.predict, [2.0, 0.25]);
+        p.decay_predictions(13_200 * MS);
+        assert_eq!(p.predict, [0.0, 0.0]);
+    }
+}
