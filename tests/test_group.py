@@ -79,3 +79,16 @@ def test_steals_under_the_balancer_respect_affinity():
     assert s["steal_scans"] > 0, s
     cpus = {int(c) for c in g["cpus"].split()}
     assert cpus <= {4, 5}, f"hogs allowed on 4-5 ran on {sorted(cpus)}"
+
+
+def test_a_group_settles_only_where_its_cpuset_reaches():
+    # the seed settles a group only in partitions that share a CPU with its effective cpuset;
+    # alone on the machine, both partitions are equally idle (ties go to the first), so
+    # without that rule the group would settle in partition 0, where its tasks may not run
+    g = run_guest("2llc-smt", "group/cpuset.sh", timeout=400)
+    s = checked_stats(g, "s")
+    assert g["part_llc1"] == "p1", g.out
+    # its cpuset moved to the other LLC while it ran: it follows
+    assert g["part_llc0"] == "p0", g.out
+    a = next(x for x in s["group_balancer"]["groups"] if x["path"] == "a")
+    assert a["settles"] == 1 and a["resettles"] >= 1, a

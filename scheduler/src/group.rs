@@ -181,6 +181,12 @@ impl Balancer {
             self.paths.insert(id, found.remove(&id).unwrap_or_default());
         }
 
+        // the seed settles a group only where its effective cpuset reaches
+        for (&id, path) in &self.paths {
+            let allowed = self.allowed_partitions(path);
+            self.policy.set_allowed(id, allowed);
+        }
+
         let part = (0..n)
             .map(|p| crate::stats::sum_percpu(&skel.maps.part_runtime, p as u32))
             .collect::<Result<Vec<u64>>>()?;
@@ -197,6 +203,25 @@ impl Balancer {
             Self::write_pref(skel, id, Some(p))?;
         }
         Ok(())
+    }
+
+    /// Per partition, whether the effective cpuset of the cgroup at @path
+    /// (relative to the parent) shares a CPU with it; all true when the
+    /// cgroup has no cpuset controller (no cpuset.cpus.effective) or the
+    /// file cannot be read or parsed.
+    fn allowed_partitions(&self, path: &str) -> Vec<bool> {
+        let file = self.cfg.parent.join(path).join("cpuset.cpus.effective");
+        let cpus = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|text| crate::cpulist::parse(&text).ok());
+        self.cfg
+            .partitions
+            .iter()
+            .map(|part| {
+                cpus.as_ref()
+                    .is_none_or(|c| part.iter().any(|p| c.contains(p)))
+            })
+            .collect()
     }
 
     fn path(&self, id: u64) -> &str {

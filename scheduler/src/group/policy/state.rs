@@ -32,6 +32,9 @@ pub struct Group {
     load: Vec<f64>,
     /// Periods in a row in which it ran (first settle from two on).
     busy_periods: u32,
+    /// Per partition, whether its effective cpuset reaches it (all: no
+    /// cpuset controller, or not read yet).
+    allowed: Vec<bool>,
 }
 
 impl Group {
@@ -117,6 +120,16 @@ impl Policy {
         &self.groups
     }
 
+    /// Restricts group @cgid to the partitions @allowed (one flag per
+    /// partition: does its effective cpuset share a CPU with it).
+    pub fn set_allowed(&mut self, cgid: u64, allowed: Vec<bool>) {
+        if let Some(g) = self.groups.get_mut(&cgid) {
+            if allowed.len() == g.allowed.len() {
+                g.allowed = allowed;
+            }
+        }
+    }
+
     /// Starts tracking cgroup @cgid, unsettled; false if already tracked.
     pub fn add(&mut self, cgid: u64, now: u64) -> bool {
         if self.groups.contains_key(&cgid) {
@@ -136,6 +149,7 @@ impl Policy {
                 inside_ns: 0,
                 load: vec![0.0; n],
                 busy_periods: 0,
+                allowed: vec![true; n],
             },
         );
         true
@@ -296,7 +310,14 @@ impl Policy {
     /// @part_load; true if it moved.
     fn try_to_settle(&mut self, id: u64, now: u64, part_load: &[f64]) -> bool {
         let g = self.groups.get_mut(&id).unwrap();
-        let decision = decide(part_load, &g.load, &self.predict, &self.cap, g.pref);
+        let decision = decide(
+            part_load,
+            &g.load,
+            &self.predict,
+            &self.cap,
+            &g.allowed,
+            g.pref,
+        );
         let group_load: f64 = g.load.iter().sum();
         if group_load > 0.0 {
             g.settle_period = (g.settle_period * 2).min(SETTLE_PERIOD_MAX_NS);
