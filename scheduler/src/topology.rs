@@ -2,6 +2,18 @@
 //! capacity), and the shard layout of the shared runqueue built on it.
 //!
 //! Read from a sysfs root so that tests can hand in a fake tree.
+//!
+//! Why not scx_utils::Topology (1.1.4, read for this): Mosaic needs the CPUs
+//! that share an L2 (seed 001's wakeup domain), which it reads from
+//! cache/index2/shared_cpu_list; scx_utils records a core's `cluster_id`
+//! instead, which matches L2 sharing on some machines and not on others, and
+//! reads no cache sharing lists. Its sysfs root is one process-wide prefix
+//! (an environment variable read once), where the tests here hand each call a
+//! tree of their own; and mosaic-sim builds 8- to 384-CPU machines, some with
+//! L2 clusters and mixed capacities, from data, which scx_utils' synthetic
+//! topologies (uniform node/LLC/core/SMT counts, behind a test feature) cannot
+//! express. What Mosaic takes from the scx conventions instead: capacities
+//! from cpu_capacity, overridable with --cpu-capacity, and only online CPUs.
 
 use crate::cpulist;
 use anyhow::{bail, Context, Result};
