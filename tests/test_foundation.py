@@ -74,6 +74,9 @@ def test_no_shared_runq_never_touches_shards():
     s = checked_stats(g, "stats")
     assert s["shard_enqueues"] == 0 and s["shard_pulls_sibling"] == 0
     assert s["cpu_enqueues"] > 0 and s["cpu_pulls"] > 0
+    # seed 000's baseline is the kernel's newidle balance: CPUs about to idle pull from the
+    # busiest CPU queue of the LLC (1llc: never from another LLC)
+    assert s["newidle_pulls"] > 0 and s["newidle_pulls_remote"] == 0, s
 
 
 def test_watchdog_ejection_is_detected_and_reported():

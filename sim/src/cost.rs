@@ -42,6 +42,10 @@ pub struct Costs {
     pub ttwu_queue_ns: f64,
     /// Cost charged per call of a scheduler callback (BPF program run).
     pub bpf_call_ns: f64,
+    /// Cost charged per unit of work inside a callback: each kfunc call and
+    /// each loop iteration (a queue-length read in a scan of other CPUs'
+    /// queues is about one cache-line read of a line another CPU writes).
+    pub bpf_work_ns: f64,
     pub dsq_lock_hold_ns: f64,
     pub rq_lock_hold_ns: f64,
     /// Outstanding misses a core overlaps while refilling its cache.
@@ -65,6 +69,7 @@ impl Default for Costs {
             ttwu_ns: 400.0,
             ttwu_queue_ns: 150.0,
             bpf_call_ns: 60.0,
+            bpf_work_ns: 10.0,
             dsq_lock_hold_ns: 300.0,
             rq_lock_hold_ns: 500.0,
             refill_mlp: 8.0,
@@ -109,6 +114,7 @@ impl Costs {
             "ttwu_ns" => &mut self.ttwu_ns,
             "ttwu_queue_ns" => &mut self.ttwu_queue_ns,
             "bpf_call_ns" => &mut self.bpf_call_ns,
+            "bpf_work_ns" => &mut self.bpf_work_ns,
             "dsq_lock_hold_ns" => &mut self.dsq_lock_hold_ns,
             "rq_lock_hold_ns" => &mut self.rq_lock_hold_ns,
             "refill_mlp" => &mut self.refill_mlp,

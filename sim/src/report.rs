@@ -476,10 +476,14 @@ pub fn main(args: &[String]) -> Result<()> {
         "The simulator charges the costs in `sim/src/cost.rs` and nothing else: no frequency scaling, no \
          memory bandwidth model beyond LLC over-subscription, no interrupts or kernel threads, and \
          hackbench/netperf are behavioural models (message counts, pipe capacity, per-syscall CPU cost), \
-         not the real programs. The baseline is Mosaic with the mechanism off, not CFS: seed 000 compared \
-         CFS with and without SHARED_RUNQ, so Mosaic's per-CPU-queue baseline (no work stealing at all \
-         inside an LLC) is a weaker baseline than CFS's newidle balance, which inflates the gain. \
-         UDP_RR rows: the request/response model has no network-stack time (absolute tps are far \
+         not the real programs. BPF work is charged per kfunc call and loop iteration \
+         (`bpf_work_ns`) on top of a flat cost per callback. The baseline is Mosaic with the \
+         mechanism off, not CFS. Seed 000's is Mosaic's model of CFS's newidle balance \
+         (`--no-shared-runq`: per-CPU queues; a CPU about to idle pulls from the busiest queue of \
+         its LLC, then of the machine, when its average idle time is at least the 0.5 ms \
+         migration cost): it pulls from any CPU of the LLC, where CFS's newidle balance stops at \
+         its cost budget and misses waiting tasks, so against it the shared runqueue gains little \
+         or nothing on hackbench here. UDP_RR rows: the request/response model has no network-stack time (absolute tps are far \
          above netperf's), so per-transaction scheduling work is a large share and idle CPUs \
          pulling waiting tasks outweighs the modelled shard-lock queueing (0.3 µs hold); the seed's \
          regression came from shard-lock contention that the current cost defaults under-charge."

@@ -127,6 +127,10 @@ enum mosaic_stat {
 				* one that belongs where it was (preempted) */
 	STAT_GROUP_TICK_MOVES, /* a tick ended the slice of a task outside its
 				* partition that had somewhere to go */
+	/* seed 000's baseline, --no-shared-runq (shard.bpf.c) */
+	STAT_NEWIDLE_PULLS,	   /* a CPU about to idle took a task from the
+				    * busiest CPU queue of its LLC */
+	STAT_NEWIDLE_PULLS_REMOTE, /* ... of another LLC (none in its own) */
 	NR_MOSAIC_STATS,
 };
 

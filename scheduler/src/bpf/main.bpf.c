@@ -215,8 +215,10 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 		stat_inc(STAT_PREV_REFILLED);
 		return;
 	}
-	if (steal_scan(cpu))
+	if (no_shared_runq ? pull_busiest_cpu_queue(cpu) : steal_scan(cpu))
 		return;
+	if (no_shared_runq)
+		newidle_note_idle(cpu, scx_bpf_now());
 	stat_inc(STAT_DISPATCH_EMPTY);
 }
 

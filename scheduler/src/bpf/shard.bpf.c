@@ -20,8 +20,11 @@
  * reads each shard's length without a lock and only locks a shard that has
  * something. The walk is O(#shards in the LLC), never O(#CPUs). Queueing a
  * task kicks an idle CPU of the LLC so that it pulls at once. With
- * --no-shared-runq every task waits on its CPU's own queue and idle CPUs pull
- * from nowhere else: the seed's NO_SHARED_RUNQ baseline. A CPU whose own
+ * --no-shared-runq every task waits on its CPU's own queue and a CPU about to
+ * idle pulls from the busiest CPU queue of its LLC, else of the machine: the
+ * seed's NO_SHARED_RUNQ baseline, the kernel's newidle balance (a scan of
+ * the CPUs' queue lengths, O(#CPUs), as newidle balance walks its domains).
+ * A CPU whose own
  * shard's head is more than a slice younger than a sibling shard's takes the
  * sibling's instead, so that sharding does not break the vtime order.
  *
@@ -286,4 +289,79 @@ static __always_inline bool pull_sibling_shards(s32 cpu)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The kernel's newidle balance runs only on a CPU whose average idle spell is
+ * at least the migration cost (sysctl_sched_migration_cost, 0.5 ms): per CPU,
+ * when it last went idle and its average idle time (1/8 weight per spell, as
+ * update_avg(); starting at twice the cost, as the kernel does).
+ */
+#define NEWIDLE_MIGRATION_COST_NS 500000ULL
+u64 newidle_idle_at[MAX_CPUS];
+u64 newidle_avg_idle[MAX_CPUS];
+
+/* --no-shared-runq: @cpu found nothing to run at @now and goes idle. */
+static __always_inline void newidle_note_idle(s32 cpu, u64 now)
+{
+	newidle_idle_at[cpu_idx(cpu)] = now;
+}
+
+/*
+ * --no-shared-runq: @cpu dispatches at @now: close its idle spell, if any,
+ * into its average; true if its average idle time allows a newidle balance.
+ */
+static __always_inline bool newidle_allowed(s32 cpu, u64 now)
+{
+	u32 c = cpu_idx(cpu);
+	u64 at = newidle_idle_at[c], avg = newidle_avg_idle[c], spell;
+
+	if (!avg)
+		avg = 2 * NEWIDLE_MIGRATION_COST_NS;
+	if (at && time_before(at, now)) {
+		spell = now - at;
+		avg = avg - avg / 8 + spell / 8;
+		newidle_idle_at[c] = 0;
+	}
+	newidle_avg_idle[c] = avg;
+	return avg >= NEWIDLE_MIGRATION_COST_NS;
+}
+
+/*
+ * --no-shared-runq, seed 000's baseline: @cpu, about to idle, takes the first
+ * task it may run from the CPU queue with the most waiting tasks in its LLC,
+ * or, if its LLC has none waiting, in the machine, as the kernel's newidle
+ * balance pulls from the busiest runqueue of the nearest domain that has one,
+ * and only as often as the kernel does (newidle_allowed()). Lock-free length
+ * reads, one lock on the queue it pulls from. True if a task moved.
+ */
+static __always_inline bool pull_busiest_cpu_queue(s32 cpu)
+{
+	u32 llc = llc_of(cpu), i, n, near_n = 0, far_n = 0;
+	s32 near = -1, far = -1;
+
+	if (!newidle_allowed(cpu, scx_bpf_now()))
+		return false;
+	bpf_for (i, 0, nr_cpu_ids) {
+		if (i >= MAX_CPUS)
+			break;
+		if ((s32)i == cpu)
+			continue;
+		n = scx_bpf_dsq_nr_queued(cpu_dsq_id(i));
+		if (!n)
+			continue;
+		if (cpu_llc[i] == llc) {
+			if (n > near_n) {
+				near_n = n;
+				near = i;
+			}
+		} else if (n > far_n) {
+			far_n = n;
+			far = i;
+		}
+	}
+	if (near >= 0 && pull_from(cpu_dsq_id(near), STAT_NEWIDLE_PULLS))
+		return true;
+	return far >= 0 &&
+	       pull_from(cpu_dsq_id(far), STAT_NEWIDLE_PULLS_REMOTE);
 }

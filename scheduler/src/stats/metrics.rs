@@ -153,6 +153,10 @@ pub struct Metrics {
     pub group_swaps: u64,
     #[stat(desc = "a tick ended the slice of a task outside its partition that could move")]
     pub group_tick_moves: u64,
+    #[stat(desc = "--no-shared-runq: a CPU about to idle took from its LLC's busiest CPU queue")]
+    pub newidle_pulls: u64,
+    #[stat(desc = "--no-shared-runq: ... from another LLC's busiest CPU queue (none in its own)")]
+    pub newidle_pulls_remote: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,

@@ -51,9 +51,13 @@ impl Engine {
         let ops = self.ops;
         let (kfuncs, iters) = (self.kfuncs_run, loop_iters());
         let r = self.lend(|| f(&ops));
+        let work = (self.kfuncs_run - kfuncs) + (loop_iters() - iters);
         self.bpf_work.callbacks += 1;
         self.bpf_work.kfunc_calls += self.kfuncs_run - kfuncs;
         self.bpf_work.loop_iterations += loop_iters() - iters;
+        // the callback's own work, on the CPU it ran on (set_ctx charged the call)
+        let cpu = self.cur_cpu;
+        self.cpus[cpu].overhead += work as f64 * self.cfg.costs.bpf_work_ns;
         r
     }
 }
