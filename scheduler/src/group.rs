@@ -188,7 +188,7 @@ impl Balancer {
         }
 
         let part = (0..n)
-            .map(|p| crate::stats::sum_percpu(&skel.maps.part_runtime, p as u32))
+            .map(|p| crate::stats::sum_percpu(&skel.maps.part_demand, p as u32))
             .collect::<Result<Vec<u64>>>()?;
         let mut groups = BTreeMap::new();
         for &id in self.policy.groups().keys() {
@@ -197,7 +197,11 @@ impl Balancer {
                 .group_runtime
                 .lookup_percpu(&id.to_ne_bytes(), MapFlags::ANY)?
                 .unwrap_or_default();
-            groups.insert(id, sum_percpu_u64s(&per_cpu, n));
+            // struct group_runtime: ns[MAX_PARTS], then demand_ns[MAX_PARTS]
+            let words = sum_percpu_u64s(&per_cpu, 2 * MAX_PARTS);
+            let mut totals = words[..n].to_vec();
+            totals.extend_from_slice(&words[MAX_PARTS..MAX_PARTS + n]);
+            groups.insert(id, totals);
         }
         for (id, p) in self.policy.tick(now_ns, &part, &groups) {
             Self::write_pref(skel, id, Some(p))?;

@@ -53,14 +53,18 @@ impl Balancer {
     /// One period at time @now (group.rs Balancer::tick).
     pub fn tick(&mut self, maps: &mut Maps, now: u64) {
         let n = self.cfg.partitions.len();
-        let part = maps.sum_percpu("part_runtime");
+        let part = maps.sum_percpu("part_demand");
+        // struct group_runtime: ns[MAX_PARTS], then demand_ns[MAX_PARTS]
+        let max = crate::intf::MAX_PARTS;
         let groups: BTreeMap<u64, Vec<u64>> = self
             .policy
             .groups()
             .keys()
             .map(|&id| {
-                let total = maps.percpu_hash_sum("group_runtime", &id.to_ne_bytes(), n);
-                (id, total)
+                let words = maps.percpu_hash_sum("group_runtime", &id.to_ne_bytes(), 2 * max);
+                let mut totals = words[..n].to_vec();
+                totals.extend_from_slice(&words[max..max + n]);
+                (id, totals)
             })
             .collect();
         for (cgid, p) in self.policy.tick(now, &part, &groups) {

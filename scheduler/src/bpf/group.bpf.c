@@ -19,12 +19,14 @@
  * HOW
  * Every slice a task runs is added to its partition's total (part_runtime)
  * and, for registered cgroups, to that cgroup's runtime per partition
- * (group_runtime, per-CPU so that no line bounces); userspace reads both to
- * compute loads and exclusivity. A task's cgroup id (its cgroup v2 membership,
- * whatever controllers are enabled) is noted in its context when it starts
- * running, and the partition it prefers in running_pref[] of its CPU, which
- * the swap reads: a few probes of the partition's CPU list (part_cpu_list),
- * never a walk of the machine.
+ * (group_runtime, per-CPU so that no line bounces); so is its runnable
+ * demand, as the seed's load is: the time it ran or waited to run there,
+ * scaled by its weight (part_demand, group_runtime's demand_ns). Userspace
+ * computes loads from the demand and exclusivity from the runtime. A task's
+ * cgroup id (its cgroup v2 membership, whatever controllers are enabled) is
+ * noted in its context when it starts running, and the partition it prefers in
+ * running_pref[] of its CPU, which the swap reads: a few probes of the
+ * partition's CPU list (part_cpu_list), never a walk of the machine.
  *
  * WHY
  * Groups of tasks that share data and compete with other groups run better
@@ -46,9 +48,10 @@ struct {
 	__uint(max_entries, MAX_GROUPS);
 } group_prefs SEC(".maps");
 
-/* Runtime of a cgroup in each partition, ns. */
+/* Runtime and runnable demand of a cgroup in each partition, ns. */
 struct group_runtime {
-	u64 ns[MAX_PARTS];
+	u64 ns[MAX_PARTS];	  /* time its tasks ran there */
+	u64 demand_ns[MAX_PARTS]; /* ... ran or waited to run, x weight/100 */
 };
 
 struct {
@@ -65,6 +68,17 @@ struct {
 	__uint(value_size, sizeof(u64));
 	__uint(max_entries, MAX_PARTS);
 } part_runtime SEC(".maps");
+
+/* A new group's first entry (too large for the BPF stack); never written. */
+struct group_runtime group_runtime_zero;
+
+/* Runnable demand of all tasks in each partition, ns x weight/100. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(u64));
+	__uint(max_entries, MAX_PARTS);
+} part_demand SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -144,20 +158,29 @@ static __always_inline void group_running(struct task_struct *p,
 		*slot = part;
 }
 
-/* Account @ns the task of @tctx ran on @cpu, to its partition and group. */
-static __always_inline void group_account(struct task_ctx *tctx, s32 cpu,
-					  u64 ns)
+/*
+ * Account to @cpu's partition and to the group of @p (context @tctx) that it
+ * ran @ran ns there and, before that, waited @waited ns to run there; the
+ * demand (both, scaled by its weight) is what userspace balances.
+ */
+static __always_inline void group_account(struct task_struct *p,
+					  struct task_ctx *tctx, s32 cpu,
+					  u64 ran, u64 waited)
 {
-	struct group_runtime *rt, zero = {};
+	struct group_runtime *rt;
 	s32 part = part_of(cpu);
 	u32 idx = (u32)part;
-	u64 *total;
+	u64 *total, demand;
 
-	if (!group_accounting || part < 0 || !ns)
+	if (!group_accounting || part < 0 || !(ran + waited))
 		return;
+	demand = (ran + waited) * (p->scx.weight ?: 100) / 100;
 	total = bpf_map_lookup_elem(&part_runtime, &idx);
 	if (total)
-		*total += ns;
+		*total += ran;
+	total = bpf_map_lookup_elem(&part_demand, &idx);
+	if (total)
+		*total += demand;
 	if (!tctx->cgid)
 		return;
 	rt = bpf_map_lookup_elem(&group_runtime, &tctx->cgid);
@@ -165,13 +188,14 @@ static __always_inline void group_account(struct task_ctx *tctx, s32 cpu,
 		/* only cgroups userspace registered are accounted */
 		if (!bpf_map_lookup_elem(&group_prefs, &tctx->cgid))
 			return;
-		bpf_map_update_elem(&group_runtime, &tctx->cgid, &zero,
-				    BPF_NOEXIST);
+		bpf_map_update_elem(&group_runtime, &tctx->cgid,
+				    &group_runtime_zero, BPF_NOEXIST);
 		rt = bpf_map_lookup_elem(&group_runtime, &tctx->cgid);
 		if (!rt)
 			return;
 	}
-	rt->ns[idx & (MAX_PARTS - 1)] += ns;
+	rt->ns[idx & (MAX_PARTS - 1)] += ran;
+	rt->demand_ns[idx & (MAX_PARTS - 1)] += demand;
 }
 
 /*

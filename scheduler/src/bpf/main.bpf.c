@@ -226,17 +226,18 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 now = scx_bpf_now();
+	u64 now = scx_bpf_now(), waited;
 
 	if (!tctx)
 		return;
-	wait_end(tctx, now);
+	waited = wait_end(tctx, now);
 	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu)
 		stat_inc(STAT_MIGRATIONS);
 	tctx->last_cpu = cpu;
 	util_running(tctx, now);
 	vtime_running(p, tctx, cpu, now);
 	group_running(p, tctx, cpu);
+	group_account(p, tctx, cpu, 0, waited);
 }
 
 void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
@@ -251,7 +252,7 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	ran = task_ran(tctx, now);
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran);
-	group_account(tctx, cpu, ran);
+	group_account(p, tctx, cpu, ran, 0);
 	if (runnable)
 		wait_begin(tctx, now);
 }
@@ -273,7 +274,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	tctx->started_at = now;
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran);
-	group_account(tctx, cpu, ran);
+	group_account(p, tctx, cpu, ran, 0);
 	group_tick(p, tctx, cpu, now);
 }
 

@@ -36,16 +36,20 @@ static __always_inline void wait_begin(struct task_ctx *tctx, u64 now)
 	tctx->runnable_at = now;
 }
 
-/* The task of @tctx starts running at @now: record how long it waited. */
-static __always_inline void wait_end(struct task_ctx *tctx, u64 now)
+/*
+ * The task of @tctx starts running at @now: record how long it waited, and
+ * return that, ns (0 if unknown).
+ */
+static __always_inline u64 wait_end(struct task_ctx *tctx, u64 now)
 {
-	u64 since = tctx->runnable_at, us, *slot;
+	u64 since = tctx->runnable_at, ns, us, *slot;
 	u32 bucket, idx = STAT_WAIT_MAX_US;
 
 	if (!since)
-		return;
+		return 0;
 	tctx->runnable_at = 0;
-	us = time_before(since, now) ? (now - since) / 1000 : 0;
+	ns = time_before(since, now) ? now - since : 0;
+	us = ns / 1000;
 	/* log2_u64() counts bits: 1 for 1, 2 for 2-3, ... */
 	bucket = us > 1 ? log2_u64(us) - 1 : 0;
 	if (bucket >= NR_WAIT_BUCKETS)
@@ -56,4 +60,5 @@ static __always_inline void wait_end(struct task_ctx *tctx, u64 now)
 	slot = bpf_map_lookup_elem(&stats, &idx);
 	if (slot && us > *slot)
 		*slot = us;
+	return ns;
 }

@@ -28,8 +28,10 @@ pub struct Group {
     /// the partition it was settled into at the time, ns.
     settled_ns: u64,
     inside_ns: u64,
-    /// Recent load per partition, CPUs (smoothed).
+    /// Recent load per partition, CPUs busy or wanted (smoothed).
     load: Vec<f64>,
+    /// Runnable demand per partition since it was first seen, ns x weight.
+    demand: Vec<u64>,
     /// Periods in a row in which it ran (first settle from two on).
     busy_periods: u32,
     /// Per partition, whether its effective cpuset reaches it (all: no
@@ -148,6 +150,7 @@ impl Policy {
                 settled_ns: 0,
                 inside_ns: 0,
                 load: vec![0.0; n],
+                demand: vec![0; n],
                 busy_periods: 0,
                 allowed: vec![true; n],
             },
@@ -175,17 +178,19 @@ impl Policy {
         (added, gone)
     }
 
-    /// One period at @now: loads from the runtime totals (ns since the
-    /// start: @part_runtime per partition, @group_runtime per tracked group
-    /// and partition, a missing group counting as no runtime), then the
-    /// first settle of every busy group not yet settled, or else one settle
-    /// attempt. Returns the groups that moved and their partitions, in
+    /// One period at @now: loads from the runnable demand (ns since the
+    /// start, x weight/100, of running or waiting to run: @part_demand per
+    /// partition; in @group_totals per tracked group its runtime per
+    /// partition, then its demand per partition - absent, the runtime
+    /// stands for it; a missing group counts as nothing), exclusivity from
+    /// the runtime, then the first settle of every busy group not yet
+    /// settled, or else one settle attempt. Returns the groups that moved and their partitions, in
     /// order, for BPF's group_prefs.
     pub fn tick(
         &mut self,
         now: u64,
-        part_runtime: &[u64],
-        group_runtime: &BTreeMap<u64, Vec<u64>>,
+        part_demand: &[u64],
+        group_totals: &BTreeMap<u64, Vec<u64>>,
     ) -> Vec<(u64, usize)> {
         let secs = (now.saturating_sub(self.last_tick) as f64 / 1e9).max(1e-3);
         self.last_tick = now;
@@ -197,22 +202,25 @@ impl Policy {
             .zip(self.part_load.iter_mut())
             .enumerate()
         {
-            let ns = part_runtime.get(p).copied().unwrap_or(0);
+            let ns = part_demand.get(p).copied().unwrap_or(0);
             let fresh = ns.saturating_sub(*last) as f64 / 1e9 / secs;
             *load = (*load + fresh) / 2.0;
             *last = ns;
         }
-        // group loads
+        // group loads (from the demand) and exclusivity (from the runtime)
         for (id, g) in self.groups.iter_mut() {
-            let now_total = group_runtime.get(id).map_or(&[][..], |v| &v[..]);
+            let totals = group_totals.get(id).map_or(&[][..], |v| &v[..]);
+            let n = g.total.len();
+            let runtime = &totals[..totals.len().min(n)];
+            let demand = totals.get(n..2 * n).unwrap_or(runtime);
             let ran = g
                 .total
                 .iter()
                 .enumerate()
-                .any(|(p, &t)| now_total.get(p).is_some_and(|&n| n > t));
+                .any(|(p, &t)| runtime.get(p).is_some_and(|&n| n > t));
             g.busy_periods = if ran { g.busy_periods + 1 } else { 0 };
-            for (p, (load, total)) in g.load.iter_mut().zip(g.total.iter_mut()).enumerate() {
-                let now = now_total.get(p).copied().unwrap_or(0);
+            for (p, total) in g.total.iter_mut().enumerate() {
+                let now = runtime.get(p).copied().unwrap_or(0);
                 let delta = now.saturating_sub(*total);
                 if let Some(pref) = g.pref {
                     g.settled_ns += delta;
@@ -220,9 +228,13 @@ impl Policy {
                         g.inside_ns += delta;
                     }
                 }
-                let fresh = delta as f64 / 1e9 / secs;
-                *load = (*load + fresh) / 2.0;
                 *total = (*total).max(now);
+            }
+            for (p, (load, last)) in g.load.iter_mut().zip(g.demand.iter_mut()).enumerate() {
+                let now = demand.get(p).copied().unwrap_or(0);
+                let fresh = now.saturating_sub(*last) as f64 / 1e9 / secs;
+                *load = (*load + fresh) / 2.0;
+                *last = (*last).max(now);
             }
         }
 
@@ -390,6 +402,28 @@ mod tests {
             .map(|(id, t)| (*id, t.iter().map(|ms| ms * MS).collect()))
             .collect();
         p.tick(now * MS, &part.map(|ms| ms * MS), &groups)
+    }
+
+    #[test]
+    fn a_groups_load_is_its_runnable_demand_not_its_runtime() {
+        // group 3 keeps 1 CPU of p0 busy while 2 more of its tasks wait there:
+        // p0's demand, 3 CPUs, is all its own; p1 carries 1.5 CPUs of other
+        // work. Its own demand excluded, p0 is free and it settles there; had
+        // its load been its runtime (1 CPU), p0 would look 2 CPUs busy and it
+        // would move to p1, leaving its waiting tasks' demand behind
+        let mut p = policy();
+        p.sync(&live(&[3]), 0);
+        let totals = |ms: u64| {
+            let part = vec![3 * ms * MS, 3 * ms * MS / 2];
+            let group = BTreeMap::from([(3, vec![ms * MS, 0, 3 * ms * MS, 0])]);
+            (part, group)
+        };
+        let (part, group) = totals(100);
+        assert_eq!(p.tick(100 * MS, &part, &group), []);
+        let (part, group) = totals(200);
+        assert_eq!(p.tick(200 * MS, &part, &group), [(3, 0)]);
+        // exclusivity counts where it ran, not where it waited
+        assert_eq!(p.groups()[&3].total(), &[200 * MS, 0]);
     }
 
     #[test]
