@@ -101,7 +101,8 @@ enum mosaic_stat {
 	STAT_DIRECT_DISPATCHES,	 /* inserted straight into a local DSQ */
 	STAT_INSERT_DIRECT_L2,	 /* ... the waker's CPU shares an L2 with it */
 	STAT_INSERT_DIRECT_WIDE, /* ... beyond the L2 (--no-l2-locality) */
-	STAT_INSERT_QUEUED, /* queued on the target's shard, target kicked */
+	STAT_INSERT_QUEUED, /* ... beyond the L2: handed over in ops.enqueue
+			     * (target's local DSQ), target kicked */
 	STAT_INSERT_DIRECT_EXITING, /* ... beyond the L2, but the task exits */
 	/* seed 002: capacity (capacity.bpf.c) */
 	STAT_MIGRATIONS,   /* task started on a CPU other than its last */

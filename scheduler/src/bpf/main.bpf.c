@@ -155,14 +155,16 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 	woke_busy = tctx->woke_busy && (enq_flags & SCX_ENQ_WAKEUP);
 	tctx->woke_busy = false;
 
-	/* woken for an idle CPU beyond the waker's L2: queue there, kick it */
+	/*
+	 * woken for an idle CPU beyond the waker's L2: that CPU, claimed for
+	 * it, gets it - unless its affinity changed meanwhile: then as any
+	 * other
+	 */
 	target = tctx->wake_cpu;
 	if (target >= 0) {
 		tctx->wake_cpu = -1;
-		queue_task(p, cpu, enq_flags);
-		kick_claimed(target);
-		stat_inc(STAT_INSERT_QUEUED);
-		return;
+		if (send_to_idle(p, target, enq_flags, STAT_INSERT_QUEUED))
+			return;
 	}
 
 	/* slice over on a CPU too small for it, or outside its partition */

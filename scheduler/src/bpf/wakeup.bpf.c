@@ -16,13 +16,17 @@
  *
  * Getting there (seed 001): the waker inserts the task straight into the
  * target CPU's local DSQ only when both share an L2. A target farther away
- * gets the task on its shard, and a kick.
+ * gets it in ops.enqueue, which the kernel runs after its own wakeup path
+ * (for CPUs that share no cache, on the target itself, from its wake list):
+ * straight into the claimed target's local DSQ, with a kick - never through
+ * a shard, where another CPU could take it and leave the target idle.
  *
  * HOW
  * Idle CPUs are claimed with the kernel's idle-tracking kfuncs on the L2 and
  * LLC cpumasks of topo.bpf.c; the asymmetric searches scan capacities
- * (capacity.bpf.c). A task that queues for a claimed CPU carries it in its
- * context (wake_cpu) to ops.enqueue, which queues it and kicks that CPU.
+ * (capacity.bpf.c). A task handed to a claimed CPU through ops.enqueue
+ * carries it in its context (wake_cpu); ops.enqueue re-checks the task's
+ * affinity, inserts it with SCX_DSQ_LOCAL_ON and kicks that CPU.
  * --no-l2-locality makes the LLC both the first search domain and the
  * direct-insert domain (the kernel's behaviour before seed 001);
  * --no-prev-first sends asymmetric wakeups straight to the capacity scan,
@@ -135,8 +139,8 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 /*
  * Send @p to the CPU @cpu chosen at wakeup: straight into its local DSQ if
  * the waker's CPU shares an L2 with it (the LLC with --no-l2-locality) or it
- * is exiting, else through ops.enqueue, which queues it on @cpu's shard and
- * kicks @cpu.
+ * is exiting, else through ops.enqueue, which inserts it into @cpu's local
+ * DSQ there and kicks @cpu.
  */
 static __always_inline void place_woken(struct task_struct *p,
 					struct task_ctx *tctx, s32 cpu)
@@ -151,7 +155,7 @@ static __always_inline void place_woken(struct task_struct *p,
 		/* the kernel does not pass exiting tasks to ops.enqueue */
 		stat_inc(STAT_INSERT_DIRECT_EXITING);
 	} else {
-		tctx->wake_cpu = cpu; /* ops.enqueue queues it and kicks */
+		tctx->wake_cpu = cpu; /* ops.enqueue hands it over, kicks */
 		return;
 	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);

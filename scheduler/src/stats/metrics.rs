@@ -127,7 +127,7 @@ pub struct Metrics {
     pub insert_direct_wide: u64,
     #[stat(desc = "direct insertion beyond the L2 of an exiting task (never passed to enqueue)")]
     pub insert_direct_exiting: u64,
-    #[stat(desc = "woken task queued on the target's shard, target kicked")]
+    #[stat(desc = "woken task beyond the L2 handed to its claimed CPU in enqueue, CPU kicked")]
     pub insert_queued: u64,
     #[stat(desc = "task started on a CPU other than its last")]
     pub migrations: u64,
