@@ -110,3 +110,11 @@ cpu_samples() {
     done
     echo $where
 }
+
+# Start `sysbench cpu` with $2 threads for $3 s in cgroup $1 (a path under /sys/fs/cgroup);
+# its output goes to /tmp/sb.<last path component>, its pid is appended to $SB_PIDS.
+sysbench_in_cgroup() {
+    sh -c "echo \$\$ >/sys/fs/cgroup/$1/cgroup.procs; exec sysbench cpu --threads=$2 --time=$3 run" \
+        >/tmp/sb.${1##*/} 2>&1 &
+    SB_PIDS="$SB_PIDS $!"
+}

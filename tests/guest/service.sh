@@ -6,12 +6,8 @@
 . /mosaic/guest/lib.sh
 CG=/sys/fs/cgroup
 mkdir -p $CG/gb/a $CG/gb/b
-pids=""
-for g in a b; do
-    sh -c "echo \$\$ >$CG/gb/$g/cgroup.procs; exec sysbench cpu --threads=4 --time=120 run" \
-        >/tmp/sb.$g 2>&1 &
-    pids="$pids $!"
-done
+sysbench_in_cgroup gb/a 4 120
+sysbench_in_cgroup gb/b 4 120
 sleep 0.5
 mount -o remount,ro $CG || exit 1
 mkdir $CG/gb/probe 2>/dev/null; report cgroupfs_mkdir_rc $?
@@ -31,7 +27,7 @@ while [ $n -lt 10 ]; do
     [ "$(grep -oE '\| (a|b) -> p' /tmp/mon | sort -u | wc -l)" = 2 ] && break
 done
 report settle_polls $n
-kill $pids; wait $pids
+kill $SB_PIDS; wait $SB_PIDS
 report log_lines "$(wc -l <$MOSAIC_LOG)"
 stop_mosaic
 mount -o remount,rw $CG

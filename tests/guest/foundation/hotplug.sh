@@ -12,12 +12,8 @@ attached() {
     wait_state enabled 60
 }
 start_mosaic --gb-parent gb --stats 0 --stats-file /tmp/s.json || exit 1
-pids=""
-for grp in a b; do
-    sh -c "echo \$\$ >$CG/gb/$grp/cgroup.procs; exec sysbench cpu --threads=4 --time=24 run" \
-        >/tmp/sb.$grp 2>&1 &
-    pids="$pids $!"
-done
+sysbench_in_cgroup gb/a 4 24
+sysbench_in_cgroup gb/b 4 24
 sleep 4
 echo 0 >/sys/devices/system/cpu/cpu7/online
 attached 2 || { echo "no restart after offline"; cat $MOSAIC_LOG; exit 1; }
@@ -25,7 +21,7 @@ report online_after_offline "$(cat /sys/devices/system/cpu/online)"
 sleep 6
 echo 1 >/sys/devices/system/cpu/cpu7/online
 attached 3 || { echo "no restart after online"; cat $MOSAIC_LOG; exit 1; }
-wait $pids
+wait $SB_PIDS
 for grp in a b; do report events_$grp "$(sed -n 's/.*total number of events: *//p' /tmp/sb.$grp)"; done
 report banners "$(grep -c '^scx_mosaic 0' $MOSAIC_LOG)"
 grep '^scx_mosaic 0' $MOSAIC_LOG | sed -n 2p | sed 's/^/@@banner_offline@@ /'

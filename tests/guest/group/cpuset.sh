@@ -8,9 +8,7 @@ mkdir -p $CG/gb/a
 echo +cpuset >$CG/gb/cgroup.subtree_control || exit 1
 echo 4-7 >$CG/gb/a/cpuset.cpus || exit 1
 start_mosaic --gb-parent gb --stats 0 --stats-file /tmp/s.json || exit 1
-sh -c "echo \$\$ >$CG/gb/a/cgroup.procs; exec sysbench cpu --threads=4 --time=120 run" \
-    >/tmp/sb.a 2>&1 &
-load=$!
+sysbench_in_cgroup gb/a 4 120
 # Poll the monitor (up to 10 times) until a's line names partition $2; report it as $1.
 settled_in() {
     local n=0
@@ -24,6 +22,6 @@ settled_in() {
 settled_in part_llc1 1
 echo 0-3 >$CG/gb/a/cpuset.cpus
 settled_in part_llc0 0
-kill $load; wait $load
+kill $SB_PIDS; wait $SB_PIDS
 stop_mosaic
 report_json s /tmp/s.json
