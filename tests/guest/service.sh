@@ -17,11 +17,11 @@ printf 'SCX_SCHEDULER=scx_mosaic\nSCX_FLAGS="--gb-parent gb --stats-file /tmp/s.
 . /etc/default/scx
 $SCX_SCHEDULER $SCX_FLAGS >$MOSAIC_LOG 2>&1 &
 MOSAIC_PID=$!
-# loading takes several seconds under TCG with every vCPU busy; then wait (up to 10 polls of
-# the monitor, ~90 s under TCG) until both groups settled
+# loading takes several seconds under TCG with every vCPU busy; then wait (up to 20 polls of
+# the monitor, ~3 min under TCG) until both groups settled
 wait_state enabled 120 || { cat $MOSAIC_LOG; exit 1; }
 n=0
-while [ $n -lt 10 ]; do
+while [ $n -lt 20 ]; do
     n=$((n + 1))
     timeout 5 scx_mosaic --monitor 1 >/tmp/mon 2>&1
     [ "$(grep -oE '\| (a|b) -> p' /tmp/mon | sort -u | wc -l)" = 2 ] && break
