@@ -6,8 +6,8 @@
 . /mosaic/guest/lib.sh
 CG=/sys/fs/cgroup
 mkdir -p $CG/gb/a $CG/gb/b
-sysbench_in_cgroup gb/a 4 120
-sysbench_in_cgroup gb/b 4 120
+sysbench_in_cgroup gb/a 4 300
+sysbench_in_cgroup gb/b 4 300
 sleep 0.5
 mount -o remount,ro $CG || exit 1
 mkdir $CG/gb/probe 2>/dev/null; report cgroupfs_mkdir_rc $?
