@@ -364,6 +364,69 @@ static __always_inline s32 group_queue_cpu(struct task_struct *p, s32 part,
 	return target;
 }
 
+/* Per-CPU state of the steals from other LLCs (group_steal_from()). */
+struct steal_ctx {
+	u64 foreign_since; /* since when its scans left only other groups'
+			    * tasks; 0: the last one found a task of its own */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, u32);
+	__type(value, struct steal_ctx);
+	__uint(max_entries, 1);
+} steal_ctxs SEC(".maps");
+
+/*
+ * Take a task from @dsq, another LLC's shard (steal.bpf.c). With the group
+ * balancer on, prefer tasks of groups settled on @cpu's partition or of no
+ * group; another
+ * group's task is taken only after the CPU's scans found nothing else for a
+ * whole slice (as the kernel migrates a cache-hot task only after repeated
+ * balance failures), so at most one per slice: its group is bound softly,
+ * not exclusively.
+ */
+static __always_inline bool group_steal_from(s32 cpu, u64 dsq,
+					     enum mosaic_stat stat)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	struct steal_ctx *sctx;
+	s32 mine = part_of(cpu), part;
+	u32 key = 0, seen = 0;
+	bool foreign_ok;
+	u64 now;
+
+	if (!group_balancer)
+		return pull_from(dsq, stat);
+	sctx = bpf_map_lookup_elem(&steal_ctxs, &key);
+	if (!sctx)
+		return false;
+	now = scx_bpf_now();
+	foreign_ok = sctx->foreign_since &&
+		     !time_before(now, sctx->foreign_since + slice_ns);
+	bpf_for_each (scx_dsq, p, dsq, 0) {
+		if (++seen > STEAL_LOOK_AHEAD)
+			break;
+		/* the kernel ejects a scheduler that moves a task where it
+		 * may not run (move_to_local skips such tasks by itself) */
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		tctx = task_ctx_of(p);
+		part = tctx ? group_part(tctx) : -1;
+		if (part >= 0 && part != mine && !foreign_ok)
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			sctx->foreign_since = 0;
+			stat_inc(stat);
+			return true;
+		}
+	}
+	if (!sctx->foreign_since)
+		sctx->foreign_since = now;
+	return false;
+}
+
 /* Build the partition masks. Called from the sleepable ops.init. */
 static s32 group_init(void)
 {

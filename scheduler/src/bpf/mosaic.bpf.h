@@ -162,4 +162,123 @@ static __always_inline u32 capacity_of(s32 cpu)
 	return cpu_capacity[cpu_idx(cpu)];
 }
 
+/*
+ * What each mechanism file offers the others. main.bpf.c includes the files
+ * in dependency order, but every call across files goes through one of these
+ * declarations, so a file's interface is read here, not found by include
+ * order. (Functions a file only uses itself are not listed.)
+ */
+struct cpumask;
+
+/* topo.bpf.c: the L2 / LLC cpumasks */
+static s32 topo_init(void); /* build the masks (ops.init) */
+static __always_inline const struct cpumask *dom_cpus(void *masks, u32 idx);
+static __always_inline const struct cpumask *llc_cpus(u32 llc);
+static __always_inline const struct cpumask *l2_cpus(u32 l2);
+static __always_inline bool cpus_share_l2(s32 a, s32 b);
+static __always_inline s32 alloc_masks(void *masks, u32 nr); /* masks' init */
+static __always_inline void mask_set(void *masks, u32 idx, u32 cpu);
+
+/* weight.bpf.c: cgroup cpu.weight */
+static __always_inline void weight_set_cgroup(struct task_ctx *tctx,
+					      struct cgroup *cgrp);
+static __always_inline void weight_runnable(struct task_struct *p,
+					    struct task_ctx *tctx);
+static __always_inline void weight_quiescent(struct task_ctx *tctx);
+/* a task's share of the machine, Q16 (nice 0 in the root cgroup: 100) */
+static __always_inline u64 task_share(struct task_struct *p,
+				      struct task_ctx *tctx);
+
+/* vtime.bpf.c: per-LLC virtual time, the wait bound */
+static void vtime_init(void);
+static __always_inline void vtime_enable(struct task_struct *p,
+					 struct task_ctx *tctx);
+/* the vtime @p queues with on a queue of LLC @llc */
+static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
+					    u64 enq_flags);
+static __always_inline void
+vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now);
+/* how long the task ran, stopping at @now */
+static __always_inline u64 task_ran(struct task_ctx *tctx, u64 now);
+static __always_inline void vtime_charge(struct task_struct *p,
+					 struct task_ctx *tctx, u64 ran);
+static __always_inline void vtime_yield(struct task_struct *p);
+
+/* capacity.bpf.c: utilisation and capacity (seed 002) */
+static __always_inline void util_init(struct task_ctx *tctx, u64 now);
+static __always_inline void util_running(struct task_ctx *tctx, u64 now);
+static __always_inline void util_stopping(struct task_ctx *tctx, s32 cpu,
+					  u64 now);
+static __always_inline bool task_fits(s32 cpu, u32 util);
+static __always_inline bool cpu_fits_task(s32 cpu, u32 util);
+/* an idle CPU of @dom for a task of @util, by capacity (@how: CAP_*) */
+static s32 pick_idle_by_capacity(struct task_struct *p, u32 util, s32 start,
+				 const struct cpumask *dom, u32 how);
+static __always_inline s32 pick_idle_in(struct task_struct *p, u32 util,
+					const struct cpumask *dom, s32 prev);
+/* an idle CPU a too-big task should move to, or -1 */
+static __always_inline s32 misfit_target(struct task_struct *p,
+					 struct task_ctx *tctx, s32 cpu);
+
+/* gate.bpf.c: the overload flag and its periodic scan (seed 003) */
+static s32 gate_init(void);
+static __always_inline void overload_set(void);
+
+/* shard.bpf.c: the sharded shared runqueue (seed 000) and its baseline */
+static s32 shard_init(void);
+/* queue @p, on @cpu, on its shard (or its CPU's own queue) */
+static __always_inline void queue_task(struct task_struct *p, s32 cpu,
+				       u64 enq_flags);
+/* wake a CPU to run @p, just queued on @cpu's queues */
+static __always_inline void kick_for(struct task_struct *p, s32 cpu);
+static __always_inline void overload_for(struct task_struct *p);
+static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat);
+static __always_inline bool pull_own_queues(s32 cpu);
+static __always_inline bool pull_older_sibling(s32 cpu);
+static __always_inline bool pull_sibling_shards(s32 cpu);
+static __always_inline bool pull_busiest_cpu_queue(s32 cpu);
+static __always_inline void newidle_note_idle(s32 cpu, u64 now);
+
+/* group.bpf.c: the group balancer's BPF half (seed 004) */
+static s32 group_init(void);
+static __always_inline s32 part_of(s32 cpu);
+static __always_inline s32 group_part(struct task_ctx *tctx);
+static __always_inline void group_running(struct task_struct *p,
+					  struct task_ctx *tctx, s32 cpu);
+static __always_inline void group_account(struct task_struct *p,
+					  struct task_ctx *tctx, s32 cpu,
+					  u64 ran, u64 waited);
+/* wakeup: an idle CPU in the partition of @p's group, or -1 */
+static __always_inline s32 pick_in_group_part(struct task_struct *p,
+					      struct task_ctx *tctx, s32 prev);
+/* the partition @p, on @cpu, should leave for, or -1 */
+static __always_inline s32 group_away_part(struct task_struct *p,
+					   struct task_ctx *tctx, s32 cpu);
+static __always_inline s32 group_target(struct task_struct *p,
+					struct task_ctx *tctx, s32 part,
+					s32 cpu);
+static __always_inline bool group_swap(struct task_struct *p, s32 part, s32 cpu,
+				       u64 enq_flags);
+static __always_inline void group_tick(struct task_struct *p,
+				       struct task_ctx *tctx, s32 cpu, u64 now);
+/* the CPU whose shard @p should queue on */
+static __always_inline s32 group_queue_cpu(struct task_struct *p, s32 part,
+					   s32 cpu);
+/* steal from @dsq, another LLC's shard, honouring groups' partitions */
+static __always_inline bool group_steal_from(s32 cpu, u64 dsq,
+					     enum mosaic_stat stat);
+
+/* steal.bpf.c: stealing across LLCs (seed 003) */
+static __always_inline bool steal_scan(s32 cpu);
+
+/* wakeup.bpf.c: wakeup placement (seeds 001, 002) */
+static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
+			 u64 wake_flags);
+static __always_inline void place_woken(struct task_struct *p,
+					struct task_ctx *tctx, s32 cpu);
+
+/* wait.bpf.c: runnable waits */
+static __always_inline void wait_begin(struct task_ctx *tctx, u64 now);
+static __always_inline u64 wait_end(struct task_ctx *tctx, u64 now);
+
 #endif /* __MOSAIC_BPF_H */

@@ -17,7 +17,9 @@
  * which skips tasks not allowed on this CPU. At most one task moves per scan.
  * A waiter the sample missed is not lost: the periodic scan (gate.bpf.c)
  * finds the idle CPU it may run on, leaves it its shard as a hint, and kicks
- * it. Skipped entirely while the overload flag is clear.
+ * it. Skipped entirely while the overload flag is clear. Which task of the
+ * chosen shard to take is the group balancer's call when it runs
+ * (group_steal_from(), group.bpf.c).
  *
  * WHY
  * Shared runqueues stop at the LLC to keep caches warm, which leaves a whole
@@ -25,67 +27,6 @@
  * nearest first (same node before remote) keeps the stolen task's memory
  * close, and the gate keeps the scan off the path when nothing waits.
  */
-
-/* Per-CPU steal state. */
-struct steal_ctx {
-	u64 foreign_since; /* since when its scans left only other groups'
-			    * tasks; 0: the last one found a task of its own */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, u32);
-	__type(value, struct steal_ctx);
-	__uint(max_entries, 1);
-} steal_ctxs SEC(".maps");
-
-/*
- * Take a task from @dsq, another LLC's shard. With the group balancer on,
- * prefer tasks of groups settled on @cpu's partition or of no group; another
- * group's task is taken only after the CPU's scans found nothing else for a
- * whole slice (as the kernel migrates a cache-hot task only after repeated
- * balance failures), so at most one per slice: its group is bound softly,
- * not exclusively.
- */
-static __always_inline bool steal_from(s32 cpu, u64 dsq, enum mosaic_stat stat)
-{
-	struct task_struct *p;
-	struct task_ctx *tctx;
-	struct steal_ctx *sctx;
-	s32 mine = part_of(cpu), part;
-	u32 key = 0, seen = 0;
-	bool foreign_ok;
-	u64 now;
-
-	if (!group_balancer)
-		return pull_from(dsq, stat);
-	sctx = bpf_map_lookup_elem(&steal_ctxs, &key);
-	if (!sctx)
-		return false;
-	now = scx_bpf_now();
-	foreign_ok = sctx->foreign_since &&
-		     !time_before(now, sctx->foreign_since + slice_ns);
-	bpf_for_each (scx_dsq, p, dsq, 0) {
-		if (++seen > STEAL_LOOK_AHEAD)
-			break;
-		/* the kernel ejects a scheduler that moves a task where it
-		 * may not run (move_to_local skips such tasks by itself) */
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-			continue;
-		tctx = task_ctx_of(p);
-		part = tctx ? group_part(tctx) : -1;
-		if (part >= 0 && part != mine && !foreign_ok)
-			continue;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-			sctx->foreign_since = 0;
-			stat_inc(stat);
-			return true;
-		}
-	}
-	if (!sctx->foreign_since)
-		sctx->foreign_since = now;
-	return false;
-}
 
 /*
  * Of the shards outside LLC @own, the @i-th of the STEAL_PROBES read by a
@@ -121,9 +62,10 @@ static __always_inline bool steal_from_llcs(s32 cpu)
 		*hint = 0;
 		llc = shard_llc[s & (MAX_SHARDS - 1)] & (MAX_LLCS - 1);
 		if (llc != own &&
-		    steal_from(cpu, shard_dsq_id(s),
-			       llc_node[llc] == node ? STAT_STEAL_PULLS_NODE
-						     : STAT_STEAL_PULLS_REMOTE))
+		    group_steal_from(cpu, shard_dsq_id(s),
+				     llc_node[llc] == node
+					     ? STAT_STEAL_PULLS_NODE
+					     : STAT_STEAL_PULLS_REMOTE))
 			return true;
 	}
 	if (!others || others > MAX_SHARDS)
@@ -148,10 +90,10 @@ static __always_inline bool steal_from_llcs(s32 cpu)
 		}
 	}
 	if (near_q &&
-	    steal_from(cpu, shard_dsq_id(near), STAT_STEAL_PULLS_NODE))
+	    group_steal_from(cpu, shard_dsq_id(near), STAT_STEAL_PULLS_NODE))
 		return true;
-	return far_q &&
-	       steal_from(cpu, shard_dsq_id(far), STAT_STEAL_PULLS_REMOTE);
+	return far_q && group_steal_from(cpu, shard_dsq_id(far),
+					 STAT_STEAL_PULLS_REMOTE);
 }
 
 /* The cross-LLC steal scan of a CPU with nothing in its LLC; true on a hit. */

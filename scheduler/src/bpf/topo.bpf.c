@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * topo.bpf.c - CPU masks of the topology (per L2 group, per LLC, all CPUs),
+ * topo.bpf.c - CPU masks of the topology (per L2 group, per LLC),
  * built once in ops.init from the tables Rust wrote, for the idle searches.
  */
 
@@ -22,14 +22,6 @@ struct {
 	__uint(max_entries, MAX_L2S);
 } l2_masks SEC(".maps");
 
-/* One entry: every CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, u32);
-	__type(value, struct dom_mask);
-	__uint(max_entries, 1);
-} all_masks SEC(".maps");
-
 /* Mask @idx of the domain map @masks, or NULL if not built. */
 static __always_inline const struct cpumask *dom_cpus(void *masks, u32 idx)
 {
@@ -50,12 +42,6 @@ static __always_inline const struct cpumask *llc_cpus(u32 llc)
 static __always_inline const struct cpumask *l2_cpus(u32 l2)
 {
 	return dom_cpus(&l2_masks, l2);
-}
-
-/* Every CPU of the machine. */
-static __always_inline const struct cpumask *all_cpus(void)
-{
-	return dom_cpus(&all_masks, 0);
 }
 
 /* Whether CPUs @a and @b share an L2. */
@@ -105,8 +91,6 @@ static s32 topo_init(void)
 	ret = alloc_masks(&llc_masks, nr_llcs);
 	if (!ret)
 		ret = alloc_masks(&l2_masks, nr_l2s);
-	if (!ret)
-		ret = alloc_masks(&all_masks, 1);
 	if (ret)
 		return ret;
 
@@ -114,7 +98,6 @@ static s32 topo_init(void)
 	bpf_for (cpu, 0, nr_cpu_ids) {
 		mask_set(&llc_masks, llc_of(cpu), cpu);
 		mask_set(&l2_masks, l2_of(cpu), cpu);
-		mask_set(&all_masks, 0, cpu);
 	}
 	bpf_rcu_read_unlock();
 	return 0;
