@@ -52,25 +52,6 @@ static __always_inline bool debug_should_drop(const struct task_struct *p)
 	return true;
 }
 
-/*
- * Insert @p into the local DSQ of @target, an idle CPU claimed for it (if
- * @p's affinity changed since the search, release the CPU instead).
- */
-static __always_inline bool send_to_idle(struct task_struct *p, s32 target,
-					 u64 enq_flags, enum mosaic_stat stat)
-{
-	if (target < 0)
-		return false;
-	if (!bpf_cpumask_test_cpu(target, p->cpus_ptr)) {
-		kick_claimed(target);
-		return false;
-	}
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | target, slice_ns, enq_flags);
-	kick_claimed(target);
-	stat_inc(stat);
-	return true;
-}
-
 s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -134,7 +115,7 @@ static __always_inline void enqueue_last(struct task_struct *p,
 void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
-	s32 cpu = scx_bpf_task_cpu(p), target, away;
+	s32 cpu = scx_bpf_task_cpu(p), away;
 	bool woke_busy;
 
 	if (debug_should_drop(p)) {
@@ -155,17 +136,9 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 	woke_busy = tctx->woke_busy && (enq_flags & SCX_ENQ_WAKEUP);
 	tctx->woke_busy = false;
 
-	/*
-	 * woken for an idle CPU beyond the waker's L2: that CPU, claimed for
-	 * it, gets it - unless its affinity changed meanwhile: then as any
-	 * other
-	 */
-	target = tctx->wake_cpu;
-	if (target >= 0) {
-		tctx->wake_cpu = -1;
-		if (send_to_idle(p, target, enq_flags, STAT_INSERT_QUEUED))
-			return;
-	}
+	/* woken for an idle CPU beyond the waker's L2: that CPU gets it */
+	if (hand_over_woken(p, tctx, enq_flags))
+		return;
 
 	/* slice over on a CPU too small for it, or outside its partition */
 	away = group_away_part(p, tctx, cpu);

@@ -156,6 +156,25 @@ static __always_inline void kick_claimed(s32 cpu)
 	stat_inc(STAT_KICKS);
 }
 
+/*
+ * Insert @p into the local DSQ of @target, an idle CPU claimed for it (if
+ * @p's affinity changed since the search, release the CPU instead).
+ */
+static __always_inline bool send_to_idle(struct task_struct *p, s32 target,
+					 u64 enq_flags, enum mosaic_stat stat)
+{
+	if (target < 0)
+		return false;
+	if (!bpf_cpumask_test_cpu(target, p->cpus_ptr)) {
+		kick_claimed(target);
+		return false;
+	}
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | target, slice_ns, enq_flags);
+	kick_claimed(target);
+	stat_inc(stat);
+	return true;
+}
+
 /* Capacity of @cpu (1024 = the biggest CPU). */
 static __always_inline u32 capacity_of(s32 cpu)
 {
@@ -276,6 +295,9 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 			 u64 wake_flags);
 static __always_inline void place_woken(struct task_struct *p,
 					struct task_ctx *tctx, s32 cpu);
+/* ops.enqueue: hand a woken task to the CPU claimed for it, if any */
+static __always_inline bool
+hand_over_woken(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags);
 
 /* wait.bpf.c: runnable waits */
 static __always_inline void wait_begin(struct task_ctx *tctx, u64 now);

@@ -25,8 +25,9 @@
  * Idle CPUs are claimed with the kernel's idle-tracking kfuncs on the L2 and
  * LLC cpumasks of topo.bpf.c; the asymmetric searches scan capacities
  * (capacity.bpf.c). A task handed to a claimed CPU through ops.enqueue
- * carries it in its context (wake_cpu); ops.enqueue re-checks the task's
- * affinity, inserts it with SCX_DSQ_LOCAL_ON and kicks that CPU.
+ * carries it in its context (wake_cpu); ops.enqueue calls hand_over_woken(),
+ * which re-checks the task's affinity, inserts it with SCX_DSQ_LOCAL_ON and
+ * kicks that CPU: this file owns the whole wakeup, search to handoff.
  * --no-l2-locality makes the LLC both the first search domain and the
  * direct-insert domain (the kernel's behaviour before seed 001);
  * --no-prev-first sends asymmetric wakeups straight to the capacity scan,
@@ -160,4 +161,21 @@ static __always_inline void place_woken(struct task_struct *p,
 	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 	stat_inc(STAT_DIRECT_DISPATCHES);
+}
+
+/*
+ * ops.enqueue of a task place_woken() left to the enqueue path: hand it to
+ * the idle CPU claimed for it (wake_cpu) - its local DSQ, a kick. False if
+ * there was none, or its affinity changed meanwhile (the CPU is released):
+ * then it is enqueued as any other.
+ */
+static __always_inline bool
+hand_over_woken(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags)
+{
+	s32 target = tctx->wake_cpu;
+
+	if (target < 0)
+		return false;
+	tctx->wake_cpu = -1;
+	return send_to_idle(p, target, enq_flags, STAT_INSERT_QUEUED);
 }
