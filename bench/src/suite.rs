@@ -380,6 +380,17 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Peer("scx_lavd"),
         default: true,
     },
+    // scx's own /etc/default/scx ships scx_cosmos as the default scheduler
+    Sched {
+        label: "cosmos",
+        kind: Kind::Peer("scx_cosmos"),
+        default: true,
+    },
+    Sched {
+        label: "flash",
+        kind: Kind::Peer("scx_flash"),
+        default: true,
+    },
 ];
 
 pub fn sched(label: &str) -> Option<&'static Sched> {
