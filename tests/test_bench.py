@@ -3,6 +3,7 @@ scenario, one round, EEVDF and scx_mosaic in the VM - the guest script, the outp
 parsing, the BPF statistics, the exit checks, JSON, Markdown and SVG. About 30 s."""
 
 import json
+import re
 import subprocess
 
 from vmtest import REPO
@@ -24,8 +25,21 @@ def test_smoke_pipeline_end_to_end(tmp_path):
     mosaic = next(s for s in samples if s["sched"] == "mosaic")
     assert mosaic["bpf_ns_per_call"] > 0, mosaic
     assert mosaic["exit"] == "unregistered from user space", mosaic
+    # scx_mosaic's own runnable-wait statistics (its --stats-file); EEVDF has none
+    assert mosaic["wait_max_us"] > 0, mosaic
+    assert mosaic["wait_p99_us"] > 0, mosaic
+    eevdf = next(s for s in samples if s["sched"] == "eevdf")
+    assert eevdf["wait_max_us"] is None and eevdf["wait_p99_us"] is None, eevdf
+    # versions: the guest kernel's release for EEVDF, scx_mosaic's --version
+    info = {i["label"]: i for i in run["sched_info"]}
+    assert info["eevdf"]["version"] == run["kernel"] != "", info
+    assert re.fullmatch(r"0\.1\.0-g[0-9a-f]{7,40}", info["mosaic"]["version"]), info
+    assert info["mosaic"]["command"].startswith("scx_mosaic"), info
     md = (tmp_path / "report.md").read_text()
     assert "| mosaic |" in md and "×EEVDF" in md, md
+    assert "| scheduler | command | version |" in md, md
+    assert f"| mosaic | `{info['mosaic']['command']}` | {info['mosaic']['version']} |" in md, md
+    assert "own wait max µs" in md, md
     svg = (tmp_path / "bench/hackbench-1llc.svg").read_text()
     assert svg.startswith("<svg") and "mosaic" in svg
     assert (tmp_path / "bench/summary-1llc.svg").exists()

@@ -14,6 +14,7 @@ mod suite;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use model::{Skipped, Suite};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use suite::{Kind, Sched, Size, SCENARIOS, SCHEDS};
@@ -246,6 +247,55 @@ fn ensure_peers(scheds: &[&Sched]) -> Result<Vec<Skipped>> {
     Ok(skipped)
 }
 
+/// The version of a peer's crate as `cargo install` recorded it in the cache's `.crates.toml`
+/// (`"scx_cosmos 1.1.7 (registry+...)" = [...]`), else the first version-like word of the
+/// binary's `--version` ("scx_p2dq: 1.1.4 x86_64-..."), else "?".
+fn peer_version(krate: &str) -> String {
+    let root = peer_root();
+    let toml = std::fs::read_to_string(root.join(".crates.toml")).unwrap_or_default();
+    installed_version(&toml, krate)
+        .or_else(|| {
+            version_word(&output(
+                Command::new(root.join("bin").join(krate)).arg("--version"),
+            ))
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The version of `krate` in cargo install's `.crates.toml`.
+fn installed_version(toml: &str, krate: &str) -> Option<String> {
+    toml.lines().find_map(|l| {
+        let mut w = l.strip_prefix('"')?.split_whitespace();
+        (w.next()? == krate).then(|| w.next().map(String::from))?
+    })
+}
+
+/// The first word of a `--version` line that starts with a digit: "scx_mosaic 0.1.0-gabc
+/// x86_64-unknown-linux-gnu" → "0.1.0-gabc".
+fn version_word(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .map(String::from)
+}
+
+/// Each scheduler's version by label, known on the host before the boot (the kernel's
+/// default gets the guest kernel's release from the run itself).
+fn sched_versions(scheds: &[&Sched], mosaic_bin: &Path) -> BTreeMap<String, String> {
+    let mosaic = version_word(&output(Command::new(mosaic_bin).arg("--version")))
+        .unwrap_or_else(|| "?".into());
+    scheds
+        .iter()
+        .filter_map(|s| {
+            let v = match s.kind {
+                Kind::Kernel => return None,
+                Kind::Mosaic(_) => mosaic.clone(),
+                Kind::Peer(krate) => peer_version(krate),
+            };
+            Some((s.label.to_string(), v))
+        })
+        .collect()
+}
+
 /// Output of a command, trimmed ("" if it fails).
 fn output(cmd: &mut Command) -> String {
     cmd.output()
@@ -389,6 +439,7 @@ fn run(a: RunArgs) -> Result<()> {
     }
     let mosaic_build = build_id(&repo, &mosaic_bin);
     eprintln!("scx_mosaic: {mosaic_build}");
+    let versions = sched_versions(&scheds, &mosaic_bin);
     let env = runner::Env {
         repo: repo.clone(),
         host: a.host,
@@ -396,6 +447,7 @@ fn run(a: RunArgs) -> Result<()> {
         host_path,
         log_dir: out.clone(),
         mosaic_build,
+        versions,
     };
 
     let mut suite = Suite {
@@ -470,4 +522,34 @@ fn run(a: RunArgs) -> Result<()> {
         bail!("{} failed cell(s) or run(s)", failed.len());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_of_peers_and_mosaic() {
+        let toml =
+            "[v1]\n\"scx_cosmos 1.1.7 (registry+https://github.com/rust-lang/crates.io-index)\" \
+                    = [\"scx_cosmos\"]\n\"scx_p2dq 1.1.4 (registry+x)\" = [\"scx_p2dq\"]\n";
+        assert_eq!(
+            installed_version(toml, "scx_cosmos").as_deref(),
+            Some("1.1.7")
+        );
+        assert_eq!(
+            installed_version(toml, "scx_p2dq").as_deref(),
+            Some("1.1.4")
+        );
+        assert_eq!(installed_version(toml, "scx_flash"), None);
+        assert_eq!(
+            version_word("scx_p2dq: 1.1.4 x86_64-unknown-linux-gnu").as_deref(),
+            Some("1.1.4")
+        );
+        assert_eq!(
+            version_word("scx_mosaic 0.1.0-g0123456789ab x86_64-unknown-linux-gnu").as_deref(),
+            Some("0.1.0-g0123456789ab")
+        );
+        assert_eq!(version_word(""), None);
+    }
 }

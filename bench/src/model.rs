@@ -22,6 +22,24 @@ pub struct Sample {
     pub exit: Option<String>,
     /// Why this run failed (ejection, error exit, no result), if it did.
     pub fail: Option<String>,
+    /// scx_mosaic's own longest runnable wait over its run (its --stats-file), µs; None for
+    /// the kernel's default and the peers, which keep no such counter.
+    #[serde(default)]
+    pub wait_max_us: Option<f64>,
+    /// scx_mosaic's own 99th percentile runnable wait (log2 bucket's upper edge), µs.
+    #[serde(default)]
+    pub wait_p99_us: Option<f64>,
+}
+
+/// One scheduler of a run: how it was started and which version it was.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct SchedInfo {
+    pub label: String,
+    /// The guest's command line ("" for the kernel's default).
+    pub command: String,
+    /// Peers: the crate version `cargo install` recorded; scx_mosaic: its `--version`
+    /// (crate version and git sha); the kernel's default: the guest kernel's release.
+    pub version: String,
 }
 
 /// One VM boot (or host session): one scenario on one topology, schedulers interleaved.
@@ -40,6 +58,9 @@ pub struct ScenarioRun {
     #[serde(default)]
     pub mosaic_build: String,
     pub scheds: Vec<String>,
+    /// Command line and version of each scheduler in `scheds`.
+    #[serde(default)]
+    pub sched_info: Vec<SchedInfo>,
     pub samples: Vec<Sample>,
     /// The whole boot failed (VM error, timeout): nothing or only part was measured.
     pub error: Option<String>,

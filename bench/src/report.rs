@@ -31,6 +31,10 @@ pub struct Cell {
     pub stats: BTreeMap<String, (f64, f64, f64)>,
     pub n: usize,
     pub bpf: Option<f64>,
+    /// scx_mosaic's own runnable-wait max and p99 (µs), medians over the successful runs
+    /// (None for schedulers that keep no such counters).
+    pub wait_max: Option<f64>,
+    pub wait_p99: Option<f64>,
     /// Why the cell failed (an ejection or error in any of its runs).
     pub fail: Option<String>,
 }
@@ -64,6 +68,8 @@ pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
                 })
                 .collect();
             let bpf: Vec<f64> = ok.iter().filter_map(|s| s.bpf_ns_per_call).collect();
+            let wmax: Vec<f64> = ok.iter().filter_map(|s| s.wait_max_us).collect();
+            let wp99: Vec<f64> = ok.iter().filter_map(|s| s.wait_p99_us).collect();
             let fail = samples
                 .iter()
                 .find_map(|s| s.fail.as_ref().map(|f| format!("round {}: {f}", s.round)))
@@ -73,6 +79,8 @@ pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
                 stats,
                 n: ok.len(),
                 bpf: median(&bpf),
+                wait_max: median(&wmax),
+                wait_p99: median(&wp99),
                 fail,
             }
         })
@@ -100,6 +108,43 @@ fn fmt(v: f64) -> String {
     } else {
         format!("{:.4}", v)
     }
+}
+
+/// The schedulers of the suite, in first-seen order: (label, command, versions). Versions
+/// differing between runs (merged reports) are all listed; runs from before versions were
+/// recorded give the guest kernel for EEVDF and nothing for the others, and the suite's
+/// command line for the label.
+fn sched_table(suite: &Suite) -> Vec<(String, String, Vec<String>)> {
+    let mut t: Vec<(String, String, Vec<String>)> = Vec::new();
+    for r in &suite.runs {
+        for label in &r.scheds {
+            let info = r.sched_info.iter().find(|i| &i.label == label);
+            let version = match info {
+                Some(i) => i.version.clone(),
+                None if label == "eevdf" => r.kernel.clone(),
+                None => String::new(),
+            };
+            let k = match t.iter().position(|e| &e.0 == label) {
+                Some(k) => k,
+                None => {
+                    t.push((label.clone(), String::new(), Vec::new()));
+                    t.len() - 1
+                }
+            };
+            if t[k].1.is_empty() {
+                t[k].1 = match info {
+                    Some(i) => i.command.clone(),
+                    None => crate::suite::sched(label)
+                        .map(|s| s.command())
+                        .unwrap_or_default(),
+                };
+            }
+            if !version.is_empty() && !t[k].2.contains(&version) {
+                t[k].2.push(version);
+            }
+        }
+    }
+    t
 }
 
 /// Runs of the suite grouped by topology (in first-seen order), scenarios in suite order.
@@ -207,7 +252,35 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
     writeln!(o, "\nHow to read: ↓ lower is better, ↑ higher is better; `(×r)` is the median divided by EEVDF's median. \
         BPF ns/call: kernel-measured (`kernel.bpf_stats_enabled=1`) run time per call summed over the \
         scheduler's struct_ops programs during the workload, median over the rounds. \
-        A cell that says FAILED had an ejection or an error in at least one run.\n")?;
+        A cell that says FAILED had an ejection or an error in at least one run. \
+        Own wait max / p99 µs (scenario tables): scx_mosaic's own runnable-wait statistics from its \
+        `--stats-file` (longest wait from wakeup or requeue until running, and the 99th percentile as \
+        its log2 bucket's upper edge, over the scheduler's whole run: load, workload, exit), median \
+        over the rounds; EEVDF and the peers keep no such counters (–).\n")?;
+    writeln!(o, "## Schedulers\n")?;
+    writeln!(o, "| scheduler | command | version |")?;
+    writeln!(o, "|---|---|---|")?;
+    for (label, cmd, versions) in sched_table(suite) {
+        let cmd = if cmd.is_empty() && label == "eevdf" {
+            "– (the kernel's default: no sched_ext scheduler)".to_string()
+        } else if cmd.is_empty() {
+            "–".to_string()
+        } else {
+            format!("`{cmd}`")
+        };
+        let version = if versions.is_empty() {
+            "not recorded".to_string()
+        } else {
+            versions.join(", ")
+        };
+        writeln!(o, "| {label} | {cmd} | {version} |")?;
+    }
+    writeln!(
+        o,
+        "\nVersions: peers, the crate version `cargo install` built; scx_mosaic, its `--version` \
+         (crate version and git commit); EEVDF, the guest kernel's release. scx_mosaic runs also \
+         get `--stats-file` (for the own wait columns).\n"
+    )?;
 
     for (topo, runs) in by_topo(suite) {
         let scs: Vec<(&ScenarioRun, &Scenario, Vec<Cell>)> = runs
@@ -337,11 +410,11 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             for (m, u, hi) in &others {
                 write!(o, " {m} {u} {} |", if *hi { "↑" } else { "↓" })?;
             }
-            writeln!(o)?;
+            writeln!(o, " own wait max µs ↓ | own wait p99 µs ↓ |")?;
             writeln!(
                 o,
                 "|---|---|---|---|---|---|{}",
-                "---|".repeat(others.len())
+                "---|".repeat(others.len() + 2)
             )?;
             let base = cs
                 .iter()
@@ -354,7 +427,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                         "| {} | **FAILED**: {} |{}",
                         c.sched,
                         f.replace('|', "/"),
-                        " |".repeat(4 + others.len())
+                        " |".repeat(6 + others.len())
                     )?;
                     continue;
                 }
@@ -376,6 +449,12 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                 for (mname, _, _) in &others {
                     match c.stats.get(*mname) {
                         Some((v, _, _)) => write!(o, " {} |", fmt(*v))?,
+                        None => write!(o, " – |")?,
+                    }
+                }
+                for w in [c.wait_max, c.wait_p99] {
+                    match w {
+                        Some(v) => write!(o, " {v:.0} |")?,
                         None => write!(o, " – |")?,
                     }
                 }
@@ -428,7 +507,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
     Ok(())
 }
 
-const COLORS: [RGBColor; 10] = [
+const COLORS: [RGBColor; 12] = [
     RGBColor(120, 120, 120),
     RGBColor(214, 39, 40),
     RGBColor(255, 152, 150),
@@ -439,6 +518,8 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(44, 160, 44),
     RGBColor(148, 103, 189),
     RGBColor(23, 190, 207),
+    RGBColor(188, 189, 34),
+    RGBColor(140, 86, 75),
 ];
 
 /// A scheduler's colour: grey for EEVDF, reds for Mosaic and its ablations, others for peers.
@@ -446,7 +527,7 @@ fn color(name: &str) -> RGBColor {
     let i = crate::suite::SCHEDS
         .iter()
         .position(|s| s.label == name)
-        .unwrap_or(9);
+        .unwrap_or(COLORS.len() - 1);
     COLORS[i % COLORS.len()]
 }
 
@@ -593,7 +674,7 @@ fn plot_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Sample;
+    use crate::model::{Sample, SchedInfo};
 
     fn sample(sched: &str, round: u32, t: f64, fail: Option<&str>) -> Sample {
         Sample {
@@ -601,6 +682,8 @@ mod tests {
             round,
             metrics: BTreeMap::from([("time".to_string(), t)]),
             bpf_ns_per_call: (sched != "eevdf").then_some(100.0),
+            wait_max_us: (sched == "mosaic").then_some(1000.0 + round as f64),
+            wait_p99_us: (sched == "mosaic").then_some(256.0),
             fail: fail.map(String::from),
             ..Default::default()
         }
@@ -617,6 +700,17 @@ mod tests {
             kernel: "7.3.4".into(),
             rounds: 3,
             scheds: vec!["eevdf".into(), "mosaic".into(), "p2dq".into()],
+            sched_info: [
+                ("eevdf", "", "7.3.4"),
+                ("mosaic", "scx_mosaic --stats 0", "0.1.0-g0123456789ab"),
+                ("p2dq", "scx_p2dq", "1.1.4"),
+            ]
+            .map(|(l, c, v)| SchedInfo {
+                label: l.into(),
+                command: c.into(),
+                version: v.into(),
+            })
+            .to_vec(),
             ..Default::default()
         };
         for r in 1..=3 {
@@ -630,14 +724,27 @@ mod tests {
         assert_eq!(cs[0].headline(sc), Some((10.0, 9.0, 11.0)));
         assert_eq!(cs[1].headline(sc), Some((6.0, 5.0, 7.0)));
         assert_eq!(cs[1].bpf, Some(100.0));
+        assert_eq!(
+            (cs[1].wait_max, cs[1].wait_p99),
+            (Some(1002.0), Some(256.0))
+        );
+        assert_eq!((cs[0].wait_max, cs[0].wait_p99), (None, None));
         assert!(cs[2]
             .fail
             .as_deref()
             .unwrap()
             .contains("runnable task stall"));
         let dir = tempfile::tempdir().unwrap();
+        // A run from before versions were recorded: EEVDF still gets its kernel.
+        let old = ScenarioRun {
+            scenario: "messaging".into(),
+            topo: "1llc".into(),
+            kernel: "7.3.3".into(),
+            scheds: vec!["eevdf".into(), "rusty".into()],
+            ..Default::default()
+        };
         let suite = Suite {
-            runs: vec![run],
+            runs: vec![run, old],
             skipped: vec![],
         };
         let md = dir.path().join("b.md");
@@ -646,6 +753,41 @@ mod tests {
         assert!(text.contains("| mosaic | 6.000 (×0.60) |"), "{text}");
         assert!(text.contains("| p2dq | **FAILED** |"), "{text}");
         assert!(text.contains("Caveat"));
+        assert!(text.contains("| scheduler | command | version |"), "{text}");
+        assert!(
+            text.contains(
+                "| eevdf | – (the kernel's default: no sched_ext scheduler) | 7.3.4, 7.3.3 |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| mosaic | `scx_mosaic --stats 0` | 0.1.0-g0123456789ab |"),
+            "{text}"
+        );
+        assert!(text.contains("| p2dq | `scx_p2dq` | 1.1.4 |"), "{text}");
+        assert!(
+            text.contains("| rusty | `scx_rusty` | not recorded |"),
+            "{text}"
+        );
+        // The scenario table: Mosaic's own wait columns, "–" for the others.
+        assert!(
+            text.contains("| ×EEVDF | BPF ns/call | own wait max µs ↓ | own wait p99 µs ↓ |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| mosaic | 6.000 | 5.000–7.000 | 3 | 0.60 | 100 | 1002 | 256 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| eevdf | 10.000 | 9.000–11.000 | 3 | 1.00 | – | – | – |"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| p2dq | **FAILED**: round 2: ejected: runnable task stall | | | | | | |\n"
+            ),
+            "{text}"
+        );
         assert!(dir.path().join("bench/hackbench-1llc.svg").exists());
     }
 }

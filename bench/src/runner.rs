@@ -1,7 +1,7 @@
 //! Running one scenario on one topology: build the guest command, boot the VM (vm/run) or run
 //! on this host (--host), stream and parse the guest's output into a `ScenarioRun`.
 
-use crate::model::{Sample, ScenarioRun};
+use crate::model::{Sample, ScenarioRun, SchedInfo};
 use crate::suite::{Kind, Scenario, Sched, Size};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -23,6 +23,8 @@ pub struct Env {
     pub log_dir: PathBuf,
     /// Which scx_mosaic is measured (recorded in every run).
     pub mosaic_build: String,
+    /// Version of each scheduler by label (all but the kernel's default).
+    pub versions: BTreeMap<String, String>,
 }
 
 /// Quote `s` for a POSIX shell.
@@ -87,6 +89,14 @@ pub fn run_scenario(
         rounds,
         mosaic_build: env.mosaic_build.clone(),
         scheds: scheds.iter().map(|s| s.label.to_string()).collect(),
+        sched_info: scheds
+            .iter()
+            .map(|s| SchedInfo {
+                label: s.label.into(),
+                command: s.command(),
+                version: env.versions.get(s.label).cloned().unwrap_or_default(),
+            })
+            .collect(),
         ..Default::default()
     };
     let per_round: f64 = scheds
@@ -195,6 +205,12 @@ pub fn run_scenario(
         }
     }
     let status = child.wait()?;
+    // The kernel's default is the guest kernel: its version is the release the guest reported.
+    for (i, s) in run.sched_info.iter_mut().zip(scheds) {
+        if s.kind == Kind::Kernel {
+            i.version = run.kernel.clone();
+        }
+    }
     let err = err_thread.join().unwrap_or_default();
     write!(log, "{err}")?;
     run.duration_s = t0.elapsed().as_secs_f64();
@@ -247,6 +263,8 @@ fn apply_meta(s: &mut Sample, meta: &str) {
     s.ops = get("ops").map(|v| v.replace(' ', "_"));
     s.exit = get("exit");
     s.fail = get("fail");
+    s.wait_max_us = get("wait_max_us").and_then(|v| v.parse().ok());
+    s.wait_p99_us = get("wait_p99_us").and_then(|v| v.parse().ok());
     let snap = |k: &str| -> Option<(f64, f64)> {
         let v: Vec<f64> = get(k)?.split(',').filter_map(|x| x.parse().ok()).collect();
         (v.len() == 3 && v[2] > 0.0).then(|| (v[0], v[1]))
@@ -319,8 +337,9 @@ mod tests {
         apply_meta(
             &mut s,
             "wall=1.24 wrc=0 sched_rc=0 ops=mosaic_0.1.0_x86 bpf0=100,10,9 bpf1=1100,30,9 \
-             exit=unregistered_from_user_space fail=",
+             exit=unregistered_from_user_space fail= wait_max_us=2300 wait_p99_us=512",
         );
+        assert_eq!((s.wait_max_us, s.wait_p99_us), (Some(2300.0), Some(512.0)));
         assert_eq!(s.bpf_ns_per_call, Some(50.0));
         assert_eq!(s.exit.as_deref(), Some("unregistered from user space"));
         assert_eq!(s.ops.as_deref(), Some("mosaic_0.1.0_x86"));
@@ -328,6 +347,7 @@ mod tests {
         let mut e = Sample::default();
         apply_meta(&mut e, "wall= wrc= sched_rc=1 ops=x bpf0= bpf1= exit=runtime_error fail=ejected:_runtime_error");
         assert_eq!(e.fail.as_deref(), Some("ejected: runtime error"));
+        assert_eq!(e.wait_max_us, None);
         assert_eq!(sh_quote("a b'c"), r"'a b'\''c'");
         assert_eq!(sh_quote("eevdf="), "eevdf=");
     }

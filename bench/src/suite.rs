@@ -365,6 +365,22 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Peer("scx_p2dq"),
         default: true,
     },
+    // scx's own default (/etc/default/scx: SCX_SCHEDULER=scx_cosmos), run as that service runs
+    // it: no flags. Its defaults need nothing the VM lacks (perf events and their polling off,
+    // CPU utilisation threshold 0: pure deadline mode); it enables, runs and unregisters
+    // cleanly in the VM as is.
+    Sched {
+        label: "cosmos",
+        kind: Kind::Peer("scx_cosmos"),
+        default: true,
+    },
+    // No flags either, as a user runs it: its defaults (`--primary-domain auto`,
+    // `--idle-resume-us 32`) need no flag in the VM; it enables, runs and unregisters cleanly.
+    Sched {
+        label: "flash",
+        kind: Kind::Peer("scx_flash"),
+        default: true,
+    },
     Sched {
         label: "bpfland",
         kind: Kind::Peer("scx_bpfland"),
@@ -378,17 +394,6 @@ pub static SCHEDS: &[Sched] = &[
     Sched {
         label: "lavd",
         kind: Kind::Peer("scx_lavd"),
-        default: true,
-    },
-    // scx's own /etc/default/scx ships scx_cosmos as the default scheduler
-    Sched {
-        label: "cosmos",
-        kind: Kind::Peer("scx_cosmos"),
-        default: true,
-    },
-    Sched {
-        label: "flash",
-        kind: Kind::Peer("scx_flash"),
         default: true,
     },
 ];

@@ -14,6 +14,9 @@
 # program fds, before and after the workload) and checks how it ended: still enabled when the
 # workload finished, the kernel's "disabled (reason)" line says it was unregistered, and the
 # scheduler exited 0. Anything else is an ejection or failure, reported as fail=... .
+# A command starting with scx_mosaic also gets --stats-file: its own runnable-wait statistics
+# over its run (wait_max_us, wait_p99_us of the JSON it writes at exit) go into the META line;
+# other schedulers keep no such counters (empty fields).
 #
 # Output lines for the host (mosaic-bench parses them; everything else is informational):
 #   @@BENCH-INFO kernel=R nproc=N@@
@@ -52,6 +55,11 @@ wait_state() {
     done
 }
 
+# The number of top-level key $1 in the pretty-printed JSON file $2 ("" if absent).
+json_top() {
+    sed -n "s/^  \"$1\": \([0-9.]*\),\{0,1\}\$/\1/p" "$2" 2>/dev/null | head -n 1
+}
+
 # Run the workload once: output to $dir/out, sets wrc and wall.
 run_workload() {
     local t0 t1
@@ -66,7 +74,12 @@ run_workload() {
 # Prints the @@RUN block.
 run_under() {
     local cmd=$1 pid='' fail='' ops='' b0='' b1='' src=0 line n0 exitmsg='' k state
+    local stats=$dir/sched-stats.json wmax='' wp99=''
     wrc='' wall=''
+    rm -f "$stats"
+    case $cmd in
+        scx_mosaic | scx_mosaic\ *) cmd="$cmd --stats-file $stats" ;;
+    esac
     if [ -n "$cmd" ]; then
         if [ "$(cat $SCX/state)" != disabled ]; then
             fail="another sched_ext scheduler is loaded ($(cat $SCX/root/ops 2>/dev/null))"
@@ -108,6 +121,8 @@ run_under() {
                 *) fail="ejected: $exitmsg${fail:+ ($fail)}" ;;
             esac
             [ "$src" = 0 ] || [ -n "$fail" ] || fail="scheduler exited with status $src"
+            wmax=$(json_top wait_max_us "$stats")
+            wp99=$(json_top wait_p99_us "$stats")
         fi
     else
         run_workload
@@ -115,9 +130,9 @@ run_under() {
     [ -z "$fail" ] && [ "$wrc" != 0 ] && fail="workload exited with status $wrc"
     echo "@@RUN $label $round@@"
     [ -f $dir/out ] && cat $dir/out
-    printf '@@META wall=%s wrc=%s sched_rc=%s ops=%s bpf0=%s bpf1=%s exit=%s fail=%s@@\n' \
+    printf '@@META wall=%s wrc=%s sched_rc=%s ops=%s bpf0=%s bpf1=%s wait_max_us=%s wait_p99_us=%s exit=%s fail=%s@@\n' \
         "$wall" "$wrc" "$src" "$ops" "$(echo $b0 | tr ' ' ,)" "$(echo $b1 | tr ' ' ,)" \
-        "$(echo "$exitmsg" | tr ' ' _)" "$(echo "$fail" | tr ' ' _)"
+        "$wmax" "$wp99" "$(echo "$exitmsg" | tr ' ' _)" "$(echo "$fail" | tr ' ' _)"
     if [ -n "$fail" ] && [ -n "$cmd" ]; then
         echo "---- $label: scheduler output (tail) ----"
         tail -n 20 $dir/sched.log
