@@ -507,19 +507,10 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
     Ok(())
 }
 
-const COLORS: [RGBColor; 12] = [
-    RGBColor(120, 120, 120),
-    RGBColor(214, 39, 40),
-    RGBColor(255, 152, 150),
-    RGBColor(247, 182, 210),
-    RGBColor(196, 156, 148),
-    RGBColor(255, 187, 120),
-    RGBColor(31, 119, 180),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(23, 190, 207),
-    RGBColor(188, 189, 34),
-    RGBColor(140, 86, 75),
+/// Plot colours, 0xRRGGBB, in SCHEDS order (the last also for unknown names).
+const COLORS: [u32; 12] = [
+    0x787878, 0xd62728, 0xff9896, 0xf7b6d2, 0xc49c94, 0xffbb78, 0x1f77b4, 0x2ca02c, 0x9467bd,
+    0x17becf, 0xbcbd22, 0x8c564b,
 ];
 
 /// A scheduler's colour: grey for EEVDF, reds for Mosaic and its ablations, others for peers.
@@ -528,7 +519,8 @@ fn color(name: &str) -> RGBColor {
         .iter()
         .position(|s| s.label == name)
         .unwrap_or(COLORS.len() - 1);
-    COLORS[i % COLORS.len()]
+    let c = COLORS[i % COLORS.len()];
+    RGBColor((c >> 16) as u8, (c >> 8) as u8, c as u8)
 }
 
 /// Horizontal bars of the headline medians with min–max whiskers, one per scheduler.
