@@ -248,6 +248,33 @@ pub unsafe extern "C" fn scx_bpf_dsq_move___new(
     })
 }
 
+/// scx_bpf_dsq_move_set_vtime(): the vtime of the iterator's next vtime move.
+#[no_mangle]
+pub unsafe extern "C" fn scx_bpf_dsq_move_set_vtime___new(it: *mut u64, vtime: u64) {
+    let id = it.read();
+    with_engine(|e| e.iter_vtime.insert(id, vtime));
+}
+
+/// scx_bpf_dsq_move_vtime(): move task @p, met while iterating a DSQ, to the
+/// vtime-ordered user DSQ @dsq_id (the cpu.max park queues' way back).
+#[no_mangle]
+pub unsafe extern "C" fn scx_bpf_dsq_move_vtime___new(
+    it: *mut u64,
+    p: *mut task_struct,
+    dsq_id: u64,
+    _enq_flags: u64,
+) -> bool {
+    let id = it.read();
+    with_engine(|e| {
+        let Some(&(src, _)) = e.iters.get(&id) else {
+            return false;
+        };
+        let vtime = e.iter_vtime.get(&id).copied().unwrap_or(0);
+        let t = e.task_of(p);
+        e.move_task_to_dsq(src, t, dsq_id, vtime)
+    })
+}
+
 /// struct bpf_iter_scx_dsq is 6 opaque u64s: [iterator id, ...].
 #[no_mangle]
 pub unsafe extern "C" fn bpf_iter_scx_dsq_new(it: *mut u64, dsq: u64, _flags: u64) -> i32 {
@@ -278,7 +305,10 @@ pub unsafe extern "C" fn bpf_iter_scx_dsq_next(it: *mut u64) -> *mut task_struct
 #[no_mangle]
 pub unsafe extern "C" fn bpf_iter_scx_dsq_destroy(it: *mut u64) {
     let id = it.read();
-    with_engine(|e| e.iters.remove(&id));
+    with_engine(|e| {
+        e.iter_vtime.remove(&id);
+        e.iters.remove(&id)
+    });
 }
 
 /// Formats a bstr kfunc's message: %d %u %x %s %p %c with l/ll/z modifiers.

@@ -42,15 +42,22 @@ enum mosaic_limits {
 	 * [2^b, 2^(b+1)) us (0: under 2 us, the last: 2^23 us = 8.4 s and up)
 	 */
 	NR_WAIT_BUCKETS = 24,
+	/* cpu.max: cgroups with a limit enforced at once (a power of 2) */
+	MAX_BW_CGROUPS = 64,
 };
 
 /*
  * DSQ numbering. CPU c owns the FIFO-free, vtime-ordered queue `c` (pinned
  * tasks, and every task under --no-shared-runq); shard s of the shared
- * runqueue is `SHARD_DSQ_BASE + s`.
+ * runqueue is `SHARD_DSQ_BASE + s`; the tasks of a cgroup throttled by
+ * cpu.max wait on the park queue `PARK_DSQ_BASE + slot` (bandwidth.bpf.c),
+ * those of a cpu.idle cgroup on their LLC's `IDLE_DSQ_BASE + l`.
  */
 enum mosaic_dsq {
 	SHARD_DSQ_BASE = 1 << 20,
+	PARK_DSQ_BASE = 1 << 21,
+	/* LLC l's queue of tasks of cpu.idle cgroups (weight.bpf.c) */
+	IDLE_DSQ_BASE = 1 << 22,
 };
 
 /*
@@ -132,6 +139,19 @@ enum mosaic_stat {
 	STAT_NEWIDLE_PULLS,	   /* a CPU about to idle took a task from the
 				    * busiest CPU queue of its LLC */
 	STAT_NEWIDLE_PULLS_REMOTE, /* ... of another LLC (none in its own) */
+	/* cgroup cpu.max and cpu.idle (bandwidth.bpf.c, weight.bpf.c) */
+	STAT_BW_THROTTLES,	 /* a limited cgroup's pool ran dry */
+	STAT_BW_THROTTLED_NS,	 /* time limited cgroups spent throttled,
+				  * summed over cgroups (ended spells) */
+	STAT_BW_REFILLS,	 /* period refills of limited cgroups' pools */
+	STAT_BW_PARKED,		 /* task of a throttled cgroup parked */
+	STAT_BW_UNPARKED,	 /* parked task moved back to a queue */
+	STAT_BW_UNTRACKED,	 /* cpu.max beyond MAX_BW_CGROUPS limited
+				  * cgroups: not enforced */
+	STAT_IDLE_CGROUP_YIELDS, /* task of a cpu.idle cgroup gave up its
+				  * CPU at a tick to a waiting task */
+	STAT_IDLE_CGROUP_QUEUED, /* ... queued on its LLC's idle queue */
+	STAT_IDLE_CGROUP_PULLS,	 /* CPU took a task from the idle queue */
 	NR_MOSAIC_STATS,
 };
 

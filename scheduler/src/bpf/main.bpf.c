@@ -31,6 +31,7 @@ char _license[] SEC("license") = "GPL";
 #include "shard.bpf.c"
 #include "group.bpf.c"
 #include "steal.bpf.c"
+#include "bandwidth.bpf.c"
 #include "wakeup.bpf.c"
 #include "wait.bpf.c"
 
@@ -59,6 +60,9 @@ s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 	s32 cpu;
 
 	if (!tctx)
+		return prev_cpu;
+	/* throttled (cpu.max): claim nothing, ops.enqueue parks it */
+	if (bw_throttled_slot(tctx) >= 0)
 		return prev_cpu;
 	cpu = pick_wake_cpu(p, tctx, prev_cpu, wake_flags);
 	if (cpu < 0) {
@@ -122,6 +126,8 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		stat_inc(STAT_DEBUG_DROPS);
 		return;
 	}
+	if (tctx && bw_park(p, tctx, enq_flags))
+		return;
 	if (enq_flags & SCX_ENQ_LAST) {
 		enqueue_last(p, tctx, cpu, enq_flags);
 		return;
@@ -147,6 +153,10 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 
 	cpu = group_queue_cpu(p, away, cpu);
+	if (idle_cgroup_queue(p, tctx, cpu, enq_flags)) {
+		kick_for(p, cpu);
+		return;
+	}
 	queue_task(p, cpu, enq_flags);
 	if (woke_busy)
 		overload_for(p);
@@ -156,7 +166,8 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 
 /*
  * Whether @prev, runnable on @cpu with nothing of its LLC queued to replace
- * it, should leave: too big for this CPU, or outside its group's partition.
+ * it, should leave: too big for this CPU, outside its group's partition, or
+ * throttled (cpu.max: it parks).
  */
 static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
 {
@@ -164,6 +175,8 @@ static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
 
 	/* its affinity changed while it ran: let the kernel move it */
 	if (!bpf_cpumask_test_cpu(cpu, prev->cpus_ptr))
+		return true;
+	if (bw_throttled_slot(tctx) >= 0)
 		return true;
 	if (!tctx || task_is_pinned(prev))
 		return false;
@@ -181,8 +194,14 @@ static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
  */
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
-	if (pull_older_sibling(cpu) || pull_own_queues(cpu) ||
-	    pull_sibling_shards(cpu))
+	struct task_ctx *ptctx = prev ? task_ctx_of(prev) : NULL;
+
+	bw_unpark();
+	if (pull_idle_cgroup(cpu, true) || pull_older_sibling(cpu) ||
+	    pull_own_queues(cpu) || pull_sibling_shards(cpu))
+		return;
+	/* a runnable task of an idle cgroup takes turns with its peers */
+	if (ptctx && ptctx->in_idle_cgroup && pull_idle_cgroup(cpu, false))
 		return;
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    !prev_should_move(prev, cpu)) {
@@ -191,6 +210,9 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 	if (no_shared_runq ? pull_busiest_cpu_queue(cpu) : steal_scan(cpu))
+		return;
+	/* idle cgroups last: after work stolen from other LLCs */
+	if (pull_idle_cgroup(cpu, false))
 		return;
 	if (no_shared_runq)
 		newidle_note_idle(cpu, scx_bpf_now());
@@ -213,6 +235,11 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	vtime_running(p, tctx, cpu, now);
 	group_running(p, tctx, cpu);
 	group_account(p, tctx, cpu, 0, waited);
+	/* cpu.max: a slice no longer than the budget; none if throttled */
+	if (bw_charge(p, tctx, 0)) {
+		p->scx.slice = 0;
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
 }
 
 void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
@@ -227,6 +254,7 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	ran = task_ran(tctx, now);
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran);
+	bw_charge(p, tctx, ran);
 	group_account(p, tctx, cpu, ran, 0);
 	if (runnable)
 		wait_begin(tctx, now);
@@ -249,6 +277,9 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	tctx->started_at = now;
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran);
+	if (bw_charge(p, tctx, ran))
+		p->scx.slice = 0;
+	idle_cgroup_tick(p, tctx, cpu);
 	group_account(p, tctx, cpu, ran, 0);
 	group_tick(p, tctx, cpu, now);
 }
@@ -316,6 +347,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(mosaic_init)
 		ret = gate_init();
 	if (!ret)
 		ret = group_init();
+	if (!ret)
+		ret = idle_queues_init();
+	if (!ret)
+		ret = bw_init();
 	return ret;
 }
 
@@ -341,6 +376,8 @@ SCX_OPS_DEFINE(mosaic_ops,
 	       .cgroup_exit	= (void *)mosaic_cgroup_exit,
 	       .cgroup_move	= (void *)mosaic_cgroup_move,
 	       .cgroup_set_weight = (void *)mosaic_cgroup_set_weight,
+	       .cgroup_set_bandwidth = (void *)mosaic_cgroup_set_bandwidth,
+	       .cgroup_set_idle	= (void *)mosaic_cgroup_set_idle,
 	       .init		= (void *)mosaic_init,
 	       .exit		= (void *)mosaic_exit,
 	       .flags		= SCX_OPS_ENQ_LAST,

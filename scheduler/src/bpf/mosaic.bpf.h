@@ -83,6 +83,8 @@ struct task_ctx {
 	bool vtime_queued;    /* it waits in a vtime-ordered queue */
 	bool woke_busy;	      /* its select_cpu found no idle CPU: enqueue
 			       * does not search again */
+	bool in_idle_cgroup;  /* one of its cgroups has cpu.idle (as of its
+			       * last charge) */
 };
 
 struct {
@@ -111,6 +113,16 @@ static __always_inline void count(void *map, u32 idx)
 static __always_inline void stat_inc(enum mosaic_stat idx)
 {
 	count(&stats, idx);
+}
+
+/* Add @n to the mosaic_stat counter @idx. */
+static __always_inline void stat_add(enum mosaic_stat idx, u64 n)
+{
+	u32 key = idx;
+	u64 *cnt = bpf_map_lookup_elem(&stats, &key);
+
+	if (cnt)
+		*cnt += n;
 }
 
 /* Whether @p may only ever run on one CPU. */
@@ -204,6 +216,16 @@ static __always_inline void weight_set_cgroup(struct task_ctx *tctx,
 static __always_inline void weight_runnable(struct task_struct *p,
 					    struct task_ctx *tctx);
 static __always_inline void weight_quiescent(struct task_ctx *tctx);
+static s32 idle_queues_init(void);
+/* queue a task of a cpu.idle cgroup on its LLC's idle queue */
+static __always_inline bool idle_cgroup_queue(struct task_struct *p,
+					      struct task_ctx *tctx, s32 cpu,
+					      u64 enq_flags);
+/* take from the LLC's idle queue: if overdue, or nothing else waits */
+static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue);
+/* a task of an idle cgroup yields to waiters at a tick (cpu.idle) */
+static __always_inline void idle_cgroup_tick(struct task_struct *p,
+					     struct task_ctx *tctx, s32 cpu);
 /* a task's share of the machine, Q16 (nice 0 in the root cgroup: 100) */
 static __always_inline u64 task_share(struct task_struct *p,
 				      struct task_ctx *tctx);
@@ -251,12 +273,32 @@ static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 /* wake a CPU to run @p, just queued on @cpu's queues */
 static __always_inline void kick_for(struct task_struct *p, s32 cpu);
 static __always_inline void overload_for(struct task_struct *p);
+/* move @dsq's first task this CPU may run to its local DSQ, count @stat */
 static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat);
 static __always_inline bool pull_own_queues(s32 cpu);
 static __always_inline bool pull_older_sibling(s32 cpu);
 static __always_inline bool pull_sibling_shards(s32 cpu);
 static __always_inline bool pull_busiest_cpu_queue(s32 cpu);
 static __always_inline void newidle_note_idle(s32 cpu, u64 now);
+static __always_inline bool cpu_has_waiters(s32 cpu);
+/* the queue @p, on @cpu, waits on */
+static __always_inline u64 queue_dsq_of(struct task_struct *p, s32 cpu);
+/* count a task moved onto @dsq as queued there */
+static __always_inline void count_moved_in(u64 dsq);
+/* bandwidth.bpf.c: cgroup cpu.max */
+static s32 bw_init(void);
+/* cpu.max of cgroup @id set (cgroup_init, cgroup_set_bandwidth) or lifted */
+static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
+				   u64 burst_us);
+static __always_inline void bw_release(u64 id);
+/* the park slot of a throttled cgroup of the task, or -1 */
+static __always_inline s32 bw_throttled_slot(struct task_ctx *tctx);
+/* charge runtime; true: a cgroup ran dry, end the slice */
+static __always_inline bool bw_charge(struct task_struct *p,
+				      struct task_ctx *tctx, u64 ran);
+static __always_inline bool bw_park(struct task_struct *p,
+				    struct task_ctx *tctx, u64 enq_flags);
+static __always_inline void bw_unpark(void);
 
 /* group.bpf.c: the group balancer's BPF half (seed 004) */
 static s32 group_init(void);

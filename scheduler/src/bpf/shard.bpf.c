@@ -103,6 +103,33 @@ static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 		queue_on_shard(p, cpu, enq_flags);
 }
 
+/* Whether a task waits on @cpu's own queue or on its shard. */
+static __always_inline bool cpu_has_waiters(s32 cpu)
+{
+	return scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)) ||
+	       (!no_shared_runq &&
+		scx_bpf_dsq_nr_queued(shard_dsq_id(shard_of(cpu))));
+}
+
+/* The queue @p, on @cpu, waits on: @cpu's own if pinned, else its shard. */
+static __always_inline u64 queue_dsq_of(struct task_struct *p, s32 cpu)
+{
+	if (no_shared_runq || task_is_pinned(p))
+		return cpu_dsq_id(cpu);
+	return shard_dsq_id(shard_of(cpu));
+}
+
+/* Count a task put on @dsq (a CPU's own queue or a shard) by a move. */
+static __always_inline void count_moved_in(u64 dsq)
+{
+	if (dsq < SHARD_DSQ_BASE) {
+		stat_inc(STAT_CPU_ENQUEUES);
+		return;
+	}
+	stat_inc(STAT_SHARD_ENQUEUES);
+	count(&shard_enqueues, (u32)(dsq - SHARD_DSQ_BASE));
+}
+
 /*
  * An idle CPU of @dom (NULL: any) to kick for @p, just queued on @cpu's shard,
  * claimed; -1 if none. On big.LITTLE machines one that @p fits, and one it

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * weight.bpf.c - cgroup cpu.weight, honoured through the hierarchy.
+ * weight.bpf.c - cgroup cpu.weight and cpu.idle, honoured through the
+ * hierarchy.
  *
  * WHAT
  * A task's virtual time is charged by the share of the machine cgroup v2
@@ -9,6 +10,14 @@
  * share by nice weight. Two busy cgroups of cpu.weight 100 and 300 get CPU
  * time 1:3 however many tasks each runs; tasks of the root cgroup compete
  * with top-level cgroups as a nice 0 task with a cgroup of weight 100.
+ * A cgroup with cpu.idle set weighs what the kernel gives SCHED_IDLE (3
+ * against a nice 0 task's 1024) among its siblings, whatever its cpu.weight,
+ * and its tasks run only on CPUs that others leave idle: they wait on their
+ * LLC's idle queue, which a CPU takes from only when its LLC has nothing
+ * else queued - or when the head has waited IDLE_WAIT_TARGETS times
+ * wait_target_ns (a quarter of the watchdog timeout at most), so that no
+ * task waits unboundedly - and they give up their CPU at the next tick when a
+ * task waits on the CPU's shard.
  *
  * HOW
  * The kernel reports every cgroup with the cpu controller (ops.cgroup_init,
@@ -24,9 +33,11 @@
  * advances by runtime x 100 / effective weight. A weight changed while the
  * cgroup is active can leave its parent's load off by the difference until
  * the cgroup idles; loads are clamped, never trusted below the charge's own
- * share. Cost: two atomic adds on the cgroup's counters per wakeup and per
- * sleep of a task outside the root cgroup (a line shared by the cgroup's
- * CPUs), and a walk of at most MAX_CGROUP_DEPTH lookups per charge.
+ * share. Loads count in LOAD_SCALE units of cpu.weight (nice 0: 3200), fine
+ * enough for the idle weight. Cost: two atomic adds on the cgroup's counters
+ * per wakeup and per sleep of a task outside the root cgroup (a line shared by
+ * the cgroup's CPUs), and a walk of at most MAX_CGROUP_DEPTH lookups per
+ * charge.
  *
  * WHY
  * Users set cpu.weight and expect it to hold; scheduling by nice weight
@@ -36,14 +47,21 @@
  */
 
 #define WEIGHT_SHIFT 16
+/* loads and cgroup weights: cpu.weight x LOAD_SCALE (nice 0: 3200) */
+#define LOAD_SCALE 32
+/* cpu.idle: the kernel's SCHED_IDLE weight, 3 against nice 0's 1024 */
+#define IDLE_LOAD (3 * 100 * LOAD_SCALE / 1024)
 
 /* A cgroup with the cpu controller, keyed by cgroup id. */
 struct cg_node {
-	u64 parent;    /* parent's cgroup id; 0 for the root */
-	u32 weight;    /* its cpu.weight, 1..10000 (100: default) */
-	u32 level;     /* depth: 0 is the root cgroup */
-	s64 load;      /* weight of its runnable tasks and active children */
-	s64 nr_active; /* how many runnable tasks and active children */
+	u64 parent;	/* parent's cgroup id; 0 for the root */
+	u32 weight;	/* its weight among its siblings, load units */
+	u32 level;	/* depth: 0 is the root cgroup */
+	s64 load;	/* weight of its runnable tasks and active children */
+	s64 nr_active;	/* how many runnable tasks and active children */
+	u32 cpu_weight; /* its cpu.weight, 1..10000 (100: default) */
+	bool idle;	/* cpu.idle set: weighs IDLE_LOAD, yields at ticks */
+	u32 bw_slot;	/* its cpu.max slot + 1 (bandwidth.bpf.c), 0: none */
 };
 
 struct {
@@ -83,6 +101,18 @@ static __always_inline void cg_update(u64 id, s64 weight, s64 step)
 	}
 }
 
+/* The weight @cg counts with in its parent's load (load units). */
+static __always_inline u32 cg_weight(const struct cg_node *cg)
+{
+	return cg->idle ? IDLE_LOAD : cg->cpu_weight * LOAD_SCALE;
+}
+
+/* The weight of a task of nice weight @w (cpu.weight units), load units. */
+static __always_inline u32 task_load(u32 w)
+{
+	return (w ?: 100) * LOAD_SCALE;
+}
+
 /* Note that @p belongs to @cgrp (of the cpu controller); 0 for the root. */
 static __always_inline void weight_set_cgroup(struct task_ctx *tctx,
 					      struct cgroup *cgrp)
@@ -100,7 +130,7 @@ static __always_inline void weight_runnable(struct task_struct *p,
 	if (!cgroup_weights || tctx->wcg_queued || !tctx->wcg)
 		return;
 	tctx->wcg_queued = tctx->wcg;
-	tctx->queued_weight = p->scx.weight ?: 100;
+	tctx->queued_weight = task_load(p->scx.weight);
 	cg_update(tctx->wcg_queued, tctx->queued_weight, 1);
 }
 
@@ -115,12 +145,14 @@ static __always_inline void weight_quiescent(struct task_ctx *tctx)
 
 /*
  * The weight of @p's share of the machine in Q16, relative to a nice 0 task
- * of the root cgroup (100 << WEIGHT_SHIFT).
+ * of the root cgroup (100 << WEIGHT_SHIFT). Notes on the way whether one of
+ * its cgroups is idle (tctx->in_idle_cgroup).
  */
 static __always_inline u64 task_share_weight(struct task_struct *p,
 					     struct task_ctx *tctx)
 {
 	u64 w = p->scx.weight ?: 100, id = tctx->wcg_queued, eff, part;
+	bool idle = false;
 	struct cg_node *cg;
 	s64 load;
 	u32 i;
@@ -131,6 +163,7 @@ static __always_inline u64 task_share_weight(struct task_struct *p,
 		cg = id ? bpf_map_lookup_elem(&cg_nodes, &id) : NULL;
 		if (!cg || !cg->level)
 			break;
+		idle |= cg->idle;
 		load = cg->load;
 		if (load < (s64)part || load <= 0)
 			load = part ?: 1;
@@ -138,6 +171,7 @@ static __always_inline u64 task_share_weight(struct task_struct *p,
 		part = cg->weight;
 		id = cg->parent;
 	}
+	tctx->in_idle_cgroup = idle;
 	return eff ?: 1;
 }
 
@@ -148,18 +182,25 @@ static __always_inline u64 task_share_weight(struct task_struct *p,
 static __always_inline u64 task_share(struct task_struct *p,
 				      struct task_ctx *tctx)
 {
-	if (!tctx || !tctx->wcg_queued)
+	if (!tctx || !tctx->wcg_queued) {
+		if (tctx)
+			tctx->in_idle_cgroup = false;
 		return (u64)(p->scx.weight ?: 100) << WEIGHT_SHIFT;
+	}
 	return task_share_weight(p, tctx);
 }
 
 s32 BPF_STRUCT_OPS(mosaic_cgroup_init, struct cgroup *cgrp,
 		   struct scx_cgroup_init_args *args)
 {
-	struct cg_node node = {.weight = args->weight, .level = cgrp->level};
+	struct cg_node node = {.cpu_weight = args->weight,
+			       .level = cgrp->level};
 	struct cgroup *parent;
 	u64 id = cgroup_id_of(cgrp);
 
+	if (bpf_core_field_exists(args->sched_idle))
+		node.idle = args->sched_idle;
+	node.weight = cg_weight(&node);
 	if (cgrp->level > 0) {
 		parent = bpf_cgroup_ancestor(cgrp, cgrp->level - 1);
 		if (parent) {
@@ -168,8 +209,13 @@ s32 BPF_STRUCT_OPS(mosaic_cgroup_init, struct cgroup *cgrp,
 		}
 	}
 	/* a cgroup that does not fit is charged like the root's tasks */
-	if (bpf_map_update_elem(&cg_nodes, &id, &node, BPF_ANY))
+	if (bpf_map_update_elem(&cg_nodes, &id, &node, BPF_ANY)) {
 		stat_inc(STAT_CGROUPS_UNTRACKED);
+		return 0;
+	}
+	if (bpf_core_field_exists(args->bw_quota_us))
+		bw_set(id, args->bw_period_us, args->bw_quota_us,
+		       args->bw_burst_us);
 	return 0;
 }
 
@@ -177,25 +223,135 @@ void BPF_STRUCT_OPS(mosaic_cgroup_exit, struct cgroup *cgrp)
 {
 	u64 id = cgroup_id_of(cgrp);
 
+	bw_release(id);
 	bpf_map_delete_elem(&cg_nodes, &id);
 }
 
-void BPF_STRUCT_OPS(mosaic_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+/*
+ * Cgroup @id's weight among its siblings changed (cpu.weight or cpu.idle):
+ * set it, and if the cgroup is active, move its parent's load by the change.
+ */
+static __always_inline void cg_reweight(u64 id, u32 cpu_weight, bool idle)
 {
-	u64 id = cgroup_id_of(cgrp);
 	struct cg_node *cg = bpf_map_lookup_elem(&cg_nodes, &id), *parent;
 	s64 delta;
 
 	if (!cg)
 		return;
-	delta = (s64)weight - (s64)cg->weight;
-	cg->weight = weight;
+	cg->cpu_weight = cpu_weight;
+	cg->idle = idle;
+	delta = (s64)cg_weight(cg) - (s64)cg->weight;
+	cg->weight = cg_weight(cg);
 	if (cg->nr_active <= 0 || !cg->level)
 		return;
 	id = cg->parent;
 	parent = bpf_map_lookup_elem(&cg_nodes, &id);
 	if (parent)
 		__sync_fetch_and_add(&parent->load, delta);
+}
+
+void BPF_STRUCT_OPS(mosaic_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	u64 id = cgroup_id_of(cgrp);
+	struct cg_node *cg = bpf_map_lookup_elem(&cg_nodes, &id);
+
+	if (cg)
+		cg_reweight(id, weight, cg->idle);
+}
+
+/* cpu.idle written (kernels from 6.19 on; older ones never call this). */
+void BPF_STRUCT_OPS(mosaic_cgroup_set_idle, struct cgroup *cgrp, bool idle)
+{
+	u64 id = cgroup_id_of(cgrp);
+	struct cg_node *cg = bpf_map_lookup_elem(&cg_nodes, &id);
+
+	if (cg)
+		cg_reweight(id, cg->cpu_weight, idle);
+}
+
+/* an idle cgroup's task waits at most this many wait_target_ns for a CPU */
+#define IDLE_WAIT_TARGETS 2
+
+/* DSQ id of LLC @llc's idle-cgroup queue (see intf.h). */
+static __always_inline u64 idle_dsq_id(u32 llc)
+{
+	return IDLE_DSQ_BASE + llc;
+}
+
+/* Create every LLC's idle-cgroup queue. Called from ops.init. */
+static s32 idle_queues_init(void)
+{
+	s32 ret;
+	u32 i;
+
+	bpf_for (i, 0, nr_llcs) {
+		ret = scx_bpf_create_dsq(idle_dsq_id(i), -1);
+		if (ret) {
+			scx_bpf_error("cannot create idle queue %u: %d", i,
+				      ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * ops.enqueue: queue @p, on @cpu, on its LLC's idle-cgroup queue if one of
+ * its cgroups has cpu.idle (pinned tasks stay on their CPU's queue). True if
+ * queued there.
+ */
+static __always_inline bool idle_cgroup_queue(struct task_struct *p,
+					      struct task_ctx *tctx, s32 cpu,
+					      u64 enq_flags)
+{
+	u32 llc = llc_of(cpu);
+
+	if (!tctx->in_idle_cgroup || task_is_pinned(p))
+		return false;
+	scx_bpf_dsq_insert_vtime(p, idle_dsq_id(llc), slice_ns,
+				 task_queue_vtime(p, llc, enq_flags),
+				 enq_flags);
+	stat_inc(STAT_IDLE_CGROUP_QUEUED);
+	return true;
+}
+
+/*
+ * ops.dispatch on @cpu: take the head of the LLC's idle-cgroup queue if it
+ * waited IDLE_WAIT_TARGETS x wait_target_ns (@overdue: the bound on its
+ * wait), else only if
+ * nothing else of the LLC is queued (the caller asks after the shards).
+ */
+static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue)
+{
+	u64 dsq = idle_dsq_id(llc_of(cpu));
+	struct task_struct *head;
+	struct task_ctx *tctx;
+
+	if (!scx_bpf_dsq_nr_queued(dsq))
+		return false;
+	if (overdue) {
+		head = scx_bpf_dsq_peek(dsq);
+		tctx = head ? task_ctx_of(head) : NULL;
+		if (!tctx || !tctx->runnable_at ||
+		    time_before(scx_bpf_now(),
+				tctx->runnable_at +
+					IDLE_WAIT_TARGETS * wait_target_ns))
+			return false;
+	}
+	return pull_from(dsq, STAT_IDLE_CGROUP_PULLS);
+}
+
+/*
+ * At a tick: @p, of an idle cgroup, gives up its CPU if a task waits on the
+ * CPU's shard (SCHED_IDLE: others first). Known from its last charge.
+ */
+static __always_inline void idle_cgroup_tick(struct task_struct *p,
+					     struct task_ctx *tctx, s32 cpu)
+{
+	if (!tctx->in_idle_cgroup || !cpu_has_waiters(cpu))
+		return;
+	p->scx.slice = 0;
+	stat_inc(STAT_IDLE_CGROUP_YIELDS);
 }
 
 void BPF_STRUCT_OPS(mosaic_cgroup_move, struct task_struct *p,

@@ -157,6 +157,24 @@ pub struct Metrics {
     pub newidle_pulls: u64,
     #[stat(desc = "--no-shared-runq: ... from another LLC's busiest CPU queue (none in its own)")]
     pub newidle_pulls_remote: u64,
+    #[stat(desc = "cpu.max: a limited cgroup's pool ran dry (throttled)")]
+    pub bw_throttles: u64,
+    #[stat(desc = "cpu.max: time limited cgroups spent throttled, ns, summed over cgroups")]
+    pub bw_throttled_ns: u64,
+    #[stat(desc = "cpu.max: period refills of limited cgroups' pools")]
+    pub bw_refills: u64,
+    #[stat(desc = "cpu.max: task of a throttled cgroup parked off the shards")]
+    pub bw_parked: u64,
+    #[stat(desc = "cpu.max: parked task moved back to a queue after a refill")]
+    pub bw_unparked: u64,
+    #[stat(desc = "cpu.max set on more cgroups than MAX_BW_CGROUPS: not enforced")]
+    pub bw_untracked: u64,
+    #[stat(desc = "cpu.idle: a task of an idle cgroup gave up its CPU at a tick to a waiter")]
+    pub idle_cgroup_yields: u64,
+    #[stat(desc = "cpu.idle: a task of an idle cgroup queued on its LLC's idle queue")]
+    pub idle_cgroup_queued: u64,
+    #[stat(desc = "cpu.idle: a CPU took a task from its LLC's idle queue")]
+    pub idle_cgroup_pulls: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,

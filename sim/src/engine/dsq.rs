@@ -337,6 +337,37 @@ impl Engine {
         self.tasks[t].loc = Loc::Local(cpu);
         true
     }
+
+    /// scx_bpf_dsq_move_vtime() from ops.dispatch: task @t, met iterating
+    /// @src, moves to the vtime-ordered user DSQ @dst with key @vtime.
+    pub fn move_task_to_dsq(&mut self, src: u64, t: usize, dst: u64, vtime: u64) -> bool {
+        let cpu = match self.ctx {
+            Ctx::Dispatch { cpu } => cpu,
+            _ => {
+                self.error(
+                    ffi::SCX_EXIT_ERROR_BPF,
+                    "dsq_move_vtime outside ops.dispatch".into(),
+                );
+                return false;
+            }
+        };
+        if self.tasks[t].loc != Loc::Dsq(src) || src == ffi::SCX_DSQ_GLOBAL {
+            return false;
+        }
+        self.lock(LockId::Dsq(src), cpu, self.cfg.costs.dsq_lock_hold_ns);
+        let key = self.tasks[t].enq_key;
+        self.dsqs.get_mut(&src).unwrap().remove(t, key);
+        self.tasks[t].loc = Loc::None;
+        let ins = Insert {
+            dsq: dst,
+            slice: 0,
+            vtime,
+            flags: 0,
+            vtime_ordered: true,
+        };
+        self.dispatch_enqueue(t, ins, cpu);
+        true
+    }
 }
 
 #[cfg(test)]

@@ -66,6 +66,8 @@ pub struct Engine {
     pub ops_flags: u64,
     pub exit: Option<(i32, String)>,
     pub iters: BTreeMap<u64, (u64, usize)>,
+    /// scx_bpf_dsq_move_set_vtime(): the vtime an iterator's next vtime move gives
+    pub iter_vtime: BTreeMap<u64, u64>,
     pick_cursor: usize,
     // ---- metrics
     wake_lat: Vec<u64>,
@@ -132,6 +134,7 @@ impl Engine {
             ops_flags: 0,
             exit: None,
             iters: BTreeMap::new(),
+            iter_vtime: BTreeMap::new(),
             pick_cursor: 0,
             wake_lat: Vec::new(),
             migrations: [0; 6],
