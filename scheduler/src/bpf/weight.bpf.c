@@ -64,6 +64,10 @@ struct cg_node {
 	u32 bw_slot;	/* its cpu.max slot + 1 (bandwidth.bpf.c), 0: none */
 };
 
+/* some cgroup has had cpu.idle set: until then the idle queues are off (never
+ * cleared, so that no task is ever left on an idle queue nobody reads) */
+bool idle_cgroups_seen;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, u64);
@@ -213,6 +217,8 @@ s32 BPF_STRUCT_OPS(mosaic_cgroup_init, struct cgroup *cgrp,
 		stat_inc(STAT_CGROUPS_UNTRACKED);
 		return 0;
 	}
+	if (node.idle)
+		idle_cgroups_seen = true;
 	if (bpf_core_field_exists(args->bw_quota_us))
 		bw_set(id, args->bw_period_us, args->bw_quota_us,
 		       args->bw_burst_us);
@@ -238,6 +244,8 @@ static __always_inline void cg_reweight(u64 id, u32 cpu_weight, bool idle)
 
 	if (!cg)
 		return;
+	if (idle)
+		idle_cgroups_seen = true;
 	cg->cpu_weight = cpu_weight;
 	cg->idle = idle;
 	delta = (s64)cg_weight(cg) - (s64)cg->weight;
@@ -327,7 +335,7 @@ static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue)
 	struct task_struct *head;
 	struct task_ctx *tctx;
 
-	if (!scx_bpf_dsq_nr_queued(dsq))
+	if (!idle_cgroups_seen || !scx_bpf_dsq_nr_queued(dsq))
 		return false;
 	if (overdue) {
 		head = scx_bpf_dsq_peek(dsq);
