@@ -212,7 +212,7 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 	if (no_shared_runq ? pull_busiest_cpu_queue(cpu) : steal_scan(cpu))
 		return;
 	/* idle cgroups last: after work stolen from other LLCs */
-	if (pull_idle_cgroup(cpu, false))
+	if (pull_idle_cgroup(cpu, false) || pull_idle_cgroup_remote(cpu))
 		return;
 	if (no_shared_runq)
 		newidle_note_idle(cpu, scx_bpf_now());

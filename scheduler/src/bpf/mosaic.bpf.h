@@ -223,6 +223,8 @@ static __always_inline bool idle_cgroup_queue(struct task_struct *p,
 					      u64 enq_flags);
 /* take from the LLC's idle queue: if overdue, or nothing else waits */
 static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue);
+/* take from another LLC's idle queue (a CPU about to idle) */
+static __always_inline bool pull_idle_cgroup_remote(s32 cpu);
 /* a task of an idle cgroup yields to waiters at a tick (cpu.idle) */
 static __always_inline void idle_cgroup_tick(struct task_struct *p,
 					     struct task_ctx *tctx, s32 cpu);

@@ -350,6 +350,25 @@ static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue)
 }
 
 /*
+ * ops.dispatch on @cpu, about to idle with its own LLC's idle queue empty:
+ * take from another LLC's idle queue, so that idle cgroups use every idle CPU
+ * of the machine. Reads one length per LLC, only while idle cgroups exist.
+ */
+static __always_inline bool pull_idle_cgroup_remote(s32 cpu)
+{
+	u32 i, own = llc_of(cpu);
+
+	if (!idle_cgroups_seen)
+		return false;
+	bpf_for (i, 0, nr_llcs) {
+		if (i != own && scx_bpf_dsq_nr_queued(idle_dsq_id(i)) &&
+		    pull_from(idle_dsq_id(i), STAT_IDLE_CGROUP_PULLS))
+			return true;
+	}
+	return false;
+}
+
+/*
  * At a tick: @p, of an idle cgroup, gives up its CPU if a task waits on the
  * CPU's shard (SCHED_IDLE: others first). Known from its last charge.
  */
