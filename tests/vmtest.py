@@ -37,9 +37,26 @@ class Guest:
         return self.values[key]
 
 
-def boot(topo, script, timeout=900):
-    """Boots the VM with preset @topo, runs @script in the guest, returns a Guest."""
-    cmd = [str(REPO / "vm/run"), "--topo", topo, "--timeout", str(timeout), "--", script]
+def guest_binary(src):
+    """Builds the C program @src static (gcc) into the cache when it changed, for a guest
+    (vm/run --add); returns the binary's path."""
+    src = Path(src)
+    out = Path("/var/cache/mosaic/guest-bin") / src.stem
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        subprocess.run(["gcc", "-O2", "-Wall", "-static", "-pthread", "-o", str(tmp), str(src)],
+                       check=True)
+        tmp.rename(out)
+    return out
+
+
+def boot(topo, script, timeout=900, binaries=()):
+    """Boots the VM with preset @topo, runs @script in the guest, returns a Guest.
+    @binaries: C programs (paths) built static and put in the guest's /usr/bin."""
+    adds = [a for src in binaries
+            for a in ("--add", f"{guest_binary(src)}:/usr/bin/{Path(src).stem}")]
+    cmd = [str(REPO / "vm/run"), "--topo", topo, "--timeout", str(timeout), *adds, "--", script]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 300)
     if p.returncode == VM_GUEST_OOPS:
         pytest.fail(f"guest kernel Oops/panic (emulator fault under TCG, or kernel bug):\n{p.stderr}")
@@ -48,10 +65,11 @@ def boot(topo, script, timeout=900):
     return Guest(p.returncode, p.stdout)
 
 
-def run_guest(topo, script, *args, timeout=900):
+def run_guest(topo, script, *args, timeout=900, binaries=()):
     """Boots preset @topo and runs tests/guest/@script (at /mosaic/guest/ in the guest) with
     @args, each one shell word; returns a Guest."""
-    return boot(topo, shlex.join(["sh", f"/mosaic/guest/{script}", *map(str, args)]), timeout)
+    return boot(topo, shlex.join(["sh", f"/mosaic/guest/{script}", *map(str, args)]), timeout,
+                binaries)
 
 
 def checked_stats(g, *names):

@@ -21,7 +21,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
 /// At most this many partitions (intf.h), for policy::parse_partitions.
 const MAX_PARTS: usize = bpf_intf::mosaic_limits_MAX_PARTS as usize;
@@ -83,6 +83,32 @@ fn cgroup_dir(path: &str) -> Result<PathBuf> {
     Ok(full)
 }
 
+/// Descendant cgroups of @parent (not @parent itself): id -> path below it.
+pub fn scan_cgroups(parent: &Path) -> BTreeMap<u64, String> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![parent.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(meta) = e.metadata() else { continue };
+            if !meta.is_dir() {
+                continue;
+            }
+            let path = e.path();
+            let rel = path
+                .strip_prefix(parent)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .into_owned();
+            found.insert(meta.ino(), rel);
+            stack.push(path);
+        }
+    }
+    found
+}
+
 /// The balancer: the policy's state across periods, and its I/O.
 pub struct Balancer {
     cfg: GroupConfig,
@@ -119,32 +145,6 @@ impl Balancer {
         }
     }
 
-    /// Descendant cgroups of the parent (not the parent): id -> path.
-    fn scan_cgroups(&self) -> BTreeMap<u64, String> {
-        let mut found = BTreeMap::new();
-        let mut stack = vec![self.cfg.parent.clone()];
-        while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let Ok(meta) = e.metadata() else { continue };
-                if !meta.is_dir() {
-                    continue;
-                }
-                let path = e.path();
-                let rel = path
-                    .strip_prefix(&self.cfg.parent)
-                    .unwrap_or(&path)
-                    .to_string_lossy()
-                    .into_owned();
-                found.insert(meta.ino(), rel);
-                stack.push(path);
-            }
-        }
-        found
-    }
-
     /// Writes @cgid's partition (-1: registered, unsettled) for BPF.
     fn write_pref(skel: &BpfSkel, cgid: u64, part: Option<usize>) -> Result<()> {
         skel.maps
@@ -168,7 +168,7 @@ impl Balancer {
         let n = self.cfg.partitions.len();
 
         // cgroups come and go at any time
-        let mut found = self.scan_cgroups();
+        let mut found = scan_cgroups(&self.cfg.parent);
         let live: BTreeSet<u64> = found.keys().copied().collect();
         let (added, gone) = self.policy.sync(&live, now_ns);
         for id in gone {

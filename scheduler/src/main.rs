@@ -158,19 +158,27 @@ impl<'a> Scheduler<'a> {
     /// The report now: @totals of the earlier loads plus this one's.
     fn snapshot(&self, totals: &Totals, balancer: Option<&group::Balancer>) -> Result<Metrics> {
         let now = Counters::read(&self.skel, self.nr_shards)?;
-        totals.metrics(Some((&now, &stats::bpf_prog_costs(&self.skel))), balancer)
+        let mut m = totals.metrics(Some((&now, &stats::bpf_prog_costs(&self.skel))), balancer)?;
+        m.cgroup_bandwidth = self.bandwidth();
+        Ok(m)
+    }
+
+    /// The cgroups with a cpu.max limit now, with their throttling.
+    fn bandwidth(&self) -> Vec<stats::BandwidthMetrics> {
+        stats::bandwidth_limits(&self.skel, || {
+            group::scan_cgroups(Path::new(group::CGROUP_ROOT))
+        })
     }
 
     /// Runs until a signal or an exit, answering the stats server (and so
-    /// --stats and --monitor); returns the exit, the counters and the BPF
-    /// programs' costs.
+    /// --stats and --monitor); returns what the load leaves (LoadEnd).
     fn run(
         &mut self,
         shutdown: &AtomicBool,
         totals: &Totals,
         server: Option<&stats_server::Server>,
         mut balancer: Option<&mut group::Balancer>,
-    ) -> Result<(ExitInfo, Counters, stats::ProgCosts)> {
+    ) -> Result<LoadEnd> {
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             let tick = Duration::from_millis(50);
             match server {
@@ -186,11 +194,28 @@ impl<'a> Scheduler<'a> {
         // Detach first: read while the programs still run, the counters are
         // a torn snapshot (one read per counter), e.g. a handoff's
         // insert_queued without its wake_* (seen in test_foundation).
+        // The limits before: the kernel takes every cgroup from the
+        // scheduler (ops.cgroup_exit) as it detaches.
+        let bandwidth = self.bandwidth();
         let exit = self.detach();
         let counters = Counters::read(&self.skel, self.nr_shards)?;
         let costs = stats::bpf_prog_costs(&self.skel);
-        Ok((exit, counters, costs))
+        Ok(LoadEnd {
+            exit,
+            counters,
+            costs,
+            bandwidth,
+        })
     }
+}
+
+/// What one load leaves when it ends: the exit, its counters, the BPF
+/// programs' costs and the cpu.max limits it enforced.
+struct LoadEnd {
+    exit: ExitInfo,
+    counters: Counters,
+    costs: stats::ProgCosts,
+    bandwidth: Vec<stats::BandwidthMetrics>,
 }
 
 /// What every report adds the current load's counters to: the totals of
@@ -202,6 +227,8 @@ struct Totals<'a> {
     counters: Counters,
     costs: stats::ProgCosts,
     plan: LoadPlan,
+    /// the last load's cpu.max limits, for the final report
+    bandwidth: Vec<stats::BandwidthMetrics>,
 }
 
 impl Totals<'_> {
@@ -339,6 +366,36 @@ fn print_banner(opts: &Opts, plan: &LoadPlan) {
     );
 }
 
+/// Which cgroup v2 CPU controls this load honours, as one banner line: the
+/// kernel lacks ops.cgroup_set_bandwidth before 6.17 and ops.cgroup_set_idle
+/// before 6.19 (scx_ops_open! then drops the op, and the control is ignored).
+fn cgroup_controls_line(opts: &Opts) -> String {
+    let has_op =
+        |op: &str| scx_utils::compat::struct_has_field("sched_ext_ops", op).unwrap_or(false);
+    let mut honoured = Vec::new();
+    let mut ignored = Vec::new();
+    if opts.no_cgroup_weights {
+        ignored.push("cpu.weight (--no-cgroup-weights)".to_string());
+    } else {
+        honoured.push("cpu.weight");
+    }
+    for (control, op) in [
+        ("cpu.max", "cgroup_set_bandwidth"),
+        ("cpu.idle", "cgroup_set_idle"),
+    ] {
+        if has_op(op) {
+            honoured.push(control);
+        } else {
+            ignored.push(format!("{control} (this kernel has no ops.{op})"));
+        }
+    }
+    let mut line = format!("scx_mosaic: cgroup controls: {}", honoured.join(", "));
+    if !ignored.is_empty() {
+        line += &format!("; ignored: {}", ignored.join(", "));
+    }
+    line
+}
+
 /// The group balancer's configuration, its cgroup checked, if --gb-parent
 /// is given (@plan has checked the rest).
 fn group_config(opts: &Opts, plan: &LoadPlan) -> Result<Option<group::GroupConfig>> {
@@ -384,11 +441,13 @@ fn run(opts: &Opts) -> Result<i32> {
         counters: Counters::default(),
         costs: Vec::new(),
         plan: load_plan(opts)?,
+        bandwidth: Vec::new(),
     };
     let (exit, balancer) = loop {
         let plan = &totals.plan;
         let gb = group_config(opts, plan)?;
         print_banner(opts, plan);
+        println!("{}", cgroup_controls_line(opts));
         let mut balancer = gb.map(|cfg| group::Balancer::new(cfg, &plan.topo));
         let mut object = MaybeUninit::uninit();
         let mut sched =
@@ -397,8 +456,13 @@ fn run(opts: &Opts) -> Result<i32> {
         if let Some(socket) = printer.take() {
             stats_server::spawn_printer(socket.into(), opts.stats, shutdown.clone());
         }
-        let (exit, counters, costs) =
-            sched.run(&shutdown, &totals, server.as_ref(), balancer.as_mut())?;
+        let LoadEnd {
+            exit,
+            counters,
+            costs,
+            bandwidth,
+        } = sched.run(&shutdown, &totals, server.as_ref(), balancer.as_mut())?;
+        totals.bandwidth = bandwidth;
         totals.counters.add(&counters);
         stats::add_costs(&mut totals.costs, &costs);
         if exit.is_ejection() {
@@ -437,6 +501,7 @@ fn run(opts: &Opts) -> Result<i32> {
 
     let mut report = totals.metrics(None, balancer.as_ref())?;
     report.exit = exit.metrics();
+    report.cgroup_bandwidth = std::mem::take(&mut totals.bandwidth);
     if opts.bpf_stats {
         eprintln!(
             "scx_mosaic: BPF cost: {:.0} ns per call over {} calls",

@@ -34,6 +34,22 @@ pub fn wait_target_ns(timeout_ms: u32) -> u64 {
     (u64::from(timeout) * 1_000_000 / 8).min(500_000_000)
 }
 
+/// The longest a task of a cpu.idle cgroup waits while other work keeps its
+/// LLC busy, for the watchdog timeout @timeout_ms (0: the kernel's): a
+/// quarter of it. SCHED_IDLE asks for as little CPU as possible; the
+/// watchdog asks that every task runs within its timeout. An idle task runs
+/// about a tick each time it becomes overdue, so its share of a saturated
+/// machine falls with this wait (a tick per 7.5 s with the kernel's 30 s),
+/// and three quarters of the timeout are left for the queueing behind it.
+pub fn idle_wait_ns(timeout_ms: u32) -> u64 {
+    let timeout = if timeout_ms == 0 {
+        KERNEL_TIMEOUT_MS
+    } else {
+        timeout_ms
+    };
+    u64::from(timeout) * 1_000_000 / 4
+}
+
 /// Bytes of the BPF scheduler's debug_drop_comm (the kernel's TASK_COMM_LEN).
 pub const COMM_LEN: usize = bpf_intf::mosaic_limits_MAX_COMM as usize;
 
@@ -56,6 +72,8 @@ pub struct Tunables {
     pub overload_scan_ns: u64,
     /// The longest wait the vtime lead bound aims at (wait_target_ns()).
     pub wait_target_ns: u64,
+    /// The longest a cpu.idle cgroup's task waits for a busy LLC (idle_wait_ns()).
+    pub idle_wait_ns: u64,
     /// Some core runs several hardware threads.
     pub smt_enabled: bool,
     /// CPUs differ in capacity.
@@ -220,6 +238,7 @@ impl Tunables {
             slice_ns: opts.slice_us * 1000,
             overload_scan_ns: opts.overload_scan_us * 1000,
             wait_target_ns: wait_target_ns(opts.timeout_ms),
+            idle_wait_ns: idle_wait_ns(opts.timeout_ms),
             smt_enabled: topo.smt(),
             asym_capacity: topo.asymmetric(),
             no_shared_runq: opts.no_shared_runq,
@@ -276,6 +295,7 @@ macro_rules! with_tunable_fields {
             slice_ns,
             overload_scan_ns,
             wait_target_ns,
+            idle_wait_ns,
             smt_enabled,
             asym_capacity,
             no_shared_runq,
@@ -399,6 +419,14 @@ mod tests {
     }
 
     #[test]
+    fn idle_cgroups_wait_a_quarter_of_the_watchdog_timeout_at_most() {
+        assert_eq!(idle_wait_ns(0), 7_500_000_000);
+        assert_eq!(idle_wait_ns(5000), 1_250_000_000);
+        let t = plan(&["--timeout-ms=2000"]).unwrap().tunables;
+        assert_eq!(t.idle_wait_ns, 500_000_000);
+    }
+
+    #[test]
     fn defaults_are_the_bpf_declarations() {
         let t = plan(&[]).unwrap().tunables;
         assert_eq!((t.nr_cpu_ids, t.nr_llcs, t.nr_l2s), (16, 2, 8));
@@ -406,6 +434,7 @@ mod tests {
         assert_eq!((t.nr_shards, t.slice_ns), (8, 5_000_000));
         assert_eq!(t.overload_scan_ns, 10_000_000);
         assert_eq!(t.wait_target_ns, 500_000_000);
+        assert_eq!(t.idle_wait_ns, 7_500_000_000);
         assert!(t.cgroup_weights && t.smt_enabled && !t.asym_capacity);
         assert!(!t.no_shared_runq && !t.group_accounting && !t.group_balancer);
         assert_eq!((t.nr_parts, t.cpu_part.len()), (0, 0));

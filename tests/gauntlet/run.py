@@ -41,20 +41,22 @@ from vmtest import (  # noqa: E402
     VM_GUEST_OOPS,
     VM_TIMEOUT,
     Guest,
+    guest_binary,
     idle_wait_bound_us,
 )
 
-CACHE = Path("/var/cache/mosaic")
 DEFAULT_KERNEL = "7.3.4+deb13-cloud-amd64"
 OLD_KERNELS = ["6.19.14+deb13-cloud-amd64", "7.0.13+deb13-cloud-amd64"]
 TOPOS = ["1llc", "2llc-smt", "2node", "4llc", "1cpu", "16cpu"]
-STRESSORS = ["affinity", "fork", "threads", "nice", "cgroup", "hotplug", "sigstop", "sigkill"]
+STRESSORS = ["affinity", "fork", "threads", "nice", "cgroup", "cpumax", "hotplug", "sigstop",
+             "sigkill"]
 # The older kernels run a representative subset: the two ways out of a load (hotplug restart,
 # SIGKILL), the cgroup path and the stress-ng churn, on a 2-LLC SMT and a 4-LLC machine.
 OLD_TOPOS = ["2llc-smt", "4llc"]
-OLD_STRESSORS = ["affinity", "cgroup", "hotplug", "sigkill"]
+OLD_STRESSORS = ["affinity", "cgroup", "cpumax", "hotplug", "sigkill"]
 # The fast subset inside `make test` (default kernel): two topologies, three stressors each.
-QUICK = [("1llc", ["affinity", "threads", "sigkill"]), ("2llc-smt", ["cgroup", "hotplug", "sigstop"])]
+QUICK = [("1llc", ["affinity", "threads", "cpumax", "sigkill"]),
+         ("2llc-smt", ["cgroup", "hotplug", "sigstop"])]
 
 # The wasted-core bound (idle_wait_bound_us) and TCG_KICK_PERIOD_US come from tests/vmtest.py.
 
@@ -78,15 +80,8 @@ BAD_RE = re.compile(r"BUG|WARNING|Oops|Call Trace|sched_ext:.*(error|stall)|rcu.
 
 
 def spin_binary():
-    """Builds tests/gauntlet/spin.c (static) into the cache when it changed; returns its path."""
-    src = REPO / "tests/gauntlet/spin.c"
-    out = CACHE / "gauntlet/spin"
-    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["gcc", "-O2", "-Wall", "-static", "-pthread", "-o", str(out) + ".tmp",
-                        str(src)], check=True)
-        Path(str(out) + ".tmp").rename(out)
-    return out
+    """tests/gauntlet/spin.c built static (cached until it changes); returns its path."""
+    return guest_binary(REPO / "tests/gauntlet/spin.c")
 
 
 def fetch_kernel(version):
@@ -136,11 +131,29 @@ def spin_problems(line):
     return out
 
 
+def cpumax_problems(v, s):
+    """What is wrong with the cpumax cell: limits must have bitten, every cgroup made must be
+    gone, and with every limit lifted at the end every parked task must have come back."""
+    out = []
+    if s.get("bw_throttles", 0) == 0:
+        out.append("no cgroup was ever throttled: the churn did not exercise cpu.max")
+    parked, back = s.get("bw_parked", 0), s.get("bw_unparked", 0) + s.get("bw_park_left", 0)
+    if parked != back:
+        out.append(f"tasks left on park queues: {parked} parked, {back} came back "
+                   f"({s.get('bw_park_left')} of them by a cgroup move or affinity change)")
+    if s.get("bw_untracked", 0):
+        out.append(f"{s['bw_untracked']} limits not enforced (slots exhausted)")
+    made, removed = int(v.get("cgroups_made", 0)), int(v.get("cgroups_removed", -1))
+    if made < 3 or made != removed:
+        out.append(f"cgroups made {made}, removed {removed}")
+    return out
+
+
 def judge(g, cell):
     """Judges one cell from the guest's report; returns a dict with status and details."""
     v = {k[len(cell) + 1:]: val for k, val in g.values.items() if k.startswith(cell + "_")}
     res = {"cell": cell, "status": "ok", "problems": [], "idle_wait_us": "n/a",
-           "wait_max_us": "n/a", "secs": v.get("cell_s", "?")}
+           "wait_max_us": "n/a", "secs": v.get("cell_s", "?"), "controls": v.get("controls")}
     bad = res["problems"]
     ncpus = int(re.search(r"cpus=(\d+)", g.values.get("topo", "cpus=1")).group(1))
     if "cell_rc" not in v:
@@ -188,6 +201,8 @@ def judge(g, cell):
                     bad.append(f"a CPU idled {s['idle_waiting_max_us']} us while a task allowed "
                                f"on it waited (bound {idle_wait_bound_us(ncpus)}; "
                                f"{s.get('idle_waiting_scans')} scans saw it)")
+            if cell == "cpumax":
+                bad += cpumax_problems(v, s)
             if cell == "hotplug" and s.get("restarts", 0) < 2:
                 bad.append(f"expected >= 2 restarts, got {s.get('restarts')}")
         if v.get("mosaic_rc") != "0":
@@ -209,7 +224,7 @@ def judge(g, cell):
                 bad.append(f"{k}: {v.get(k)} (scheduling stopped with userspace)")
     if cell == "hotplug" and v.get("reattached") != "1":
         bad.append(f"scx_mosaic did not reattach after a hotplug event ({v.get('cycles')} cycles)")
-    if cell == "cgroup" and v.get("short_starved", "0") != "0":
+    if cell in ("cgroup", "cpumax") and v.get("short_starved", "0") != "0":
         bad.append(f"{v['short_starved']} short tasks in new cgroups starved")
     if bad:
         res["status"] = "FAIL"
@@ -306,6 +321,9 @@ def main():
     results = run_matrix(rows, args.secs, log_dir, args.mosaic_flags)
     took = time.monotonic() - t0
     print(table(results))
+    for r in results:
+        controls = {c.get("controls") for c in r["cells"]} - {None}
+        print(f"{r['kernel']} {r['topo']}: cgroup controls: {' / '.join(sorted(controls))}")
     failed = [(r, c) for r in results for c in r["cells"] if c["status"] == "FAIL"]
     for r, c in failed:
         print(f"FAIL {r['kernel']} {r['topo']} {c['cell']}: " + "; ".join(c["problems"]))

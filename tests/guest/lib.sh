@@ -111,6 +111,20 @@ cpu_samples() {
     echo $where
 }
 
+# CPU time in us of cgroup $1 (a path under /sys/fs/cgroup), from its cpu.stat.
+cg_usage() { sed -n 's/^usage_usec //p' /sys/fs/cgroup/$1/cpu.stat; }
+
+# Start $2 CPU-bound shell loops in cgroup $1 (a path under /sys/fs/cgroup); their pids are
+# appended to $HOGS.
+cg_hogs() {
+    local i=0
+    while [ $i -lt $2 ]; do
+        sh -c "echo \$\$ >/sys/fs/cgroup/$1/cgroup.procs; while :; do :; done" &
+        HOGS="$HOGS $!"
+        i=$((i + 1))
+    done
+}
+
 # Start `sysbench cpu` with $2 threads for $3 s in cgroup $1 (a path under /sys/fs/cgroup);
 # its output goes to /tmp/sb.<last path component>, its pid is appended to $SB_PIDS.
 sysbench_in_cgroup() {

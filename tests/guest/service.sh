@@ -1,8 +1,10 @@
 # tests/test_service.py: scx_mosaic started the way scx's own scx.service starts a scheduler
 # ($SCX_SCHEDULER $SCX_FLAGS from /etc/default/scx), with the group balancer, under the
-# hardening scx_loader applies: the cgroup filesystem read-only. Two cgroups of 4 sysbench
+# hardening scx_loader applies: the cgroup filesystem read-only and only AF_UNIX sockets
+# (RestrictAddressFamilies=AF_UNIX, applied by restrict-af.c's seccomp filter). Two cgroups of
+# 4 sysbench
 # threads each, running before the scheduler loads (as on a host that switches to it); no live
-# stats asked for, so none may be printed.
+# stats asked for, so none may be printed; the stats socket (AF_UNIX) still answers --monitor.
 . /mosaic/guest/lib.sh
 CG=/sys/fs/cgroup
 mkdir -p $CG/gb/a $CG/gb/b
@@ -15,7 +17,8 @@ mkdir -p /etc/default
 printf 'SCX_SCHEDULER=scx_mosaic\nSCX_FLAGS="--gb-parent gb --stats-file /tmp/s.json"\n' \
     >/etc/default/scx
 . /etc/default/scx
-$SCX_SCHEDULER $SCX_FLAGS >$MOSAIC_LOG 2>&1 &
+report restricted_sockets "$(restrict-af --check)"
+restrict-af $SCX_SCHEDULER $SCX_FLAGS >$MOSAIC_LOG 2>&1 &
 MOSAIC_PID=$!
 # loading takes several seconds under TCG with every vCPU busy; then wait (up to 20 polls of
 # the monitor, ~3 min under TCG) until both groups settled

@@ -8,29 +8,18 @@ echo +cpu >$CG/wn/cgroup.subtree_control || exit 1
 # set before the scheduler loads (ops.cgroup_init) ...
 echo 100 >$CG/wa/cpu.weight; echo 300 >$CG/wn/y/cpu.weight
 
-usage() { sed -n 's/^usage_usec //p' $CG/$1/cpu.stat; }
-
-# Start $2 CPU-bound shell loops in cgroup $1.
-hogs() {
-    i=0
-    while [ $i -lt $2 ]; do
-        sh -c "echo \$\$ >$CG/$1/cgroup.procs; while :; do :; done" &
-        HOGS="$HOGS $!"; i=$((i + 1))
-    done
-}
-
 # Run the hogs, then report each cgroup's CPU time over the window as $1_<cgroup>.
 measure() {
     name=$1; shift
     sleep 3
-    for g in "$@"; do eval "u0_$(echo $g | tr / _)=$(usage $g)"; done
+    for g in "$@"; do eval "u0_$(echo $g | tr / _)=$(cg_usage $g)"; done
     idle0=$(awk '/^cpu /{print $5}' /proc/stat)
     sleep 8
     report ${name}_idle_ticks $(( $(awk '/^cpu /{print $5}' /proc/stat) - idle0 ))
     for g in "$@"; do
         v=$(echo $g | tr / _)
         eval "u0=\$u0_$v"
-        report ${name}_$v $(( $(usage $g) - u0 ))
+        report ${name}_$v $(( $(cg_usage $g) - u0 ))
     done
     kill $HOGS; HOGS=""
     sleep 1
@@ -44,11 +33,11 @@ for sched in mosaic noweights eevdf; do
     # ... and while it runs (ops.cgroup_set_weight)
     echo 300 >$CG/wb/cpu.weight
     # flat: 8 tasks at weight 100 against 4 at weight 300
-    hogs wa 8; hogs wb 4
+    cg_hogs wa 8; cg_hogs wb 4
     measure ${sched}_flat wa wb
     if [ $sched != noweights ]; then
         # nested: wn (x:100 + y:300 inside) against wm, both 100
-        hogs wn/x 4; hogs wn/y 4; hogs wm 4
+        cg_hogs wn/x 4; cg_hogs wn/y 4; cg_hogs wm 4
         measure ${sched}_nested wn/x wn/y wm
     fi
     if [ $sched != eevdf ]; then stop_mosaic; fi

@@ -146,6 +146,9 @@ enum mosaic_stat {
 	STAT_BW_REFILLS,	 /* period refills of limited cgroups' pools */
 	STAT_BW_PARKED,		 /* task of a throttled cgroup parked */
 	STAT_BW_UNPARKED,	 /* parked task moved back to a queue */
+	STAT_BW_PARK_LEFT,	 /* parked task left its park queue another
+				  * way (moved to another cgroup, affinity
+				  * changed) before the refill */
 	STAT_BW_UNTRACKED,	 /* cpu.max beyond MAX_BW_CGROUPS limited
 				  * cgroups: not enforced */
 	STAT_IDLE_CGROUP_YIELDS, /* task of a cpu.idle cgroup gave up its

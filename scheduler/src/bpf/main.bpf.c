@@ -62,7 +62,7 @@ s32 BPF_STRUCT_OPS(mosaic_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (!tctx)
 		return prev_cpu;
 	/* throttled (cpu.max): claim nothing, ops.enqueue parks it */
-	if (bw_throttled_slot(tctx) >= 0)
+	if (bw_throttled_slot(p, tctx) >= 0)
 		return prev_cpu;
 	cpu = pick_wake_cpu(p, tctx, prev_cpu, wake_flags);
 	if (cpu < 0) {
@@ -176,7 +176,7 @@ static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
 	/* its affinity changed while it ran: let the kernel move it */
 	if (!bpf_cpumask_test_cpu(cpu, prev->cpus_ptr))
 		return true;
-	if (bw_throttled_slot(tctx) >= 0)
+	if (bw_throttled_slot(prev, tctx) >= 0)
 		return true;
 	if (!tctx || task_is_pinned(prev))
 		return false;
@@ -194,14 +194,12 @@ static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
  */
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
-	struct task_ctx *ptctx = prev ? task_ctx_of(prev) : NULL;
-
 	bw_unpark();
 	if (pull_idle_cgroup(cpu, true) || pull_older_sibling(cpu) ||
 	    pull_own_queues(cpu) || pull_sibling_shards(cpu))
 		return;
 	/* a runnable task of an idle cgroup takes turns with its peers */
-	if (ptctx && ptctx->in_idle_cgroup && pull_idle_cgroup(cpu, false))
+	if (idle_cgroup_takes_turns(prev, cpu))
 		return;
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    !prev_should_move(prev, cpu)) {
@@ -236,6 +234,7 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	group_running(p, tctx, cpu);
 	group_account(p, tctx, cpu, 0, waited);
 	/* cpu.max: a slice no longer than the budget; none if throttled */
+	bw_running(tctx);
 	if (bw_charge(p, tctx, 0)) {
 		p->scx.slice = 0;
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);

@@ -32,6 +32,8 @@ const volatile bool cgroup_weights = true; /* honour cgroup cpu.weight */
 const volatile u64 overload_scan_ns = 10000000;
 /* longest wait the vtime lead bound aims at (vtime.bpf.c) */
 const volatile u64 wait_target_ns = 500000000;
+/* longest wait of a cpu.idle cgroup's task on a busy LLC (weight.bpf.c) */
+const volatile u64 idle_wait_ns = 7500000000;
 /* test switch: lose every task with this command name */
 const volatile char debug_drop_comm[MAX_COMM];
 
@@ -85,6 +87,7 @@ struct task_ctx {
 			       * does not search again */
 	bool in_idle_cgroup;  /* one of its cgroups has cpu.idle (as of its
 			       * last charge) */
+	bool bw_parked;	      /* on a cpu.max park queue */
 };
 
 struct {
@@ -159,6 +162,23 @@ static __always_inline u64 shard_dsq_id(u32 shard)
 static __always_inline u64 cpu_dsq_id(s32 cpu)
 {
 	return (u64)cpu;
+}
+
+/* Create DSQs @base .. @base + @nr - 1 (ops.init); @what names them in the
+ * error. */
+static __always_inline s32 create_dsqs(u64 base, u32 nr, const char *what)
+{
+	s32 ret;
+	u32 i;
+
+	bpf_for (i, 0, nr) {
+		ret = scx_bpf_create_dsq(base + i, -1);
+		if (ret) {
+			scx_bpf_error("cannot create %s %u: %d", what, i, ret);
+			return ret;
+		}
+	}
+	return 0;
 }
 
 /* Kick @cpu, idle and claimed (idle bit cleared) for work, to dispatch. */
@@ -283,6 +303,8 @@ static __always_inline bool pull_sibling_shards(s32 cpu);
 static __always_inline bool pull_busiest_cpu_queue(s32 cpu);
 static __always_inline void newidle_note_idle(s32 cpu, u64 now);
 static __always_inline bool cpu_has_waiters(s32 cpu);
+/* a task queued for the CPU has been runnable since before @since */
+static __always_inline bool cpu_has_older_waiter(s32 cpu, u64 since);
 /* the queue @p, on @cpu, waits on */
 static __always_inline u64 queue_dsq_of(struct task_struct *p, s32 cpu);
 /* count a task moved onto @dsq as queued there */
@@ -294,13 +316,16 @@ static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
 				   u64 burst_us);
 static __always_inline void bw_release(u64 id);
 /* the park slot of a throttled cgroup of the task, or -1 */
-static __always_inline s32 bw_throttled_slot(struct task_ctx *tctx);
+static __always_inline s32 bw_throttled_slot(struct task_struct *p,
+					     struct task_ctx *tctx);
 /* charge runtime; true: a cgroup ran dry, end the slice */
 static __always_inline bool bw_charge(struct task_struct *p,
 				      struct task_ctx *tctx, u64 ran);
 static __always_inline bool bw_park(struct task_struct *p,
 				    struct task_ctx *tctx, u64 enq_flags);
 static __always_inline void bw_unpark(void);
+/* a parked task that runs left its park queue by a kernel dequeue */
+static __always_inline void bw_running(struct task_ctx *tctx);
 
 /* group.bpf.c: the group balancer's BPF half (seed 004) */
 static s32 group_init(void);

@@ -46,25 +46,9 @@ static __always_inline u32 shard_of(s32 cpu)
 /* Create every shard's DSQ and every CPU's own DSQ. Called from ops.init. */
 static s32 shard_init(void)
 {
-	s32 ret;
-	u32 i;
+	s32 ret = create_dsqs(cpu_dsq_id(0), nr_cpu_ids, "CPU queue");
 
-	bpf_for (i, 0, nr_cpu_ids) {
-		ret = scx_bpf_create_dsq(cpu_dsq_id(i), -1);
-		if (ret) {
-			scx_bpf_error("cannot create the queue of CPU %u: %d",
-				      i, ret);
-			return ret;
-		}
-	}
-	bpf_for (i, 0, nr_shards) {
-		ret = scx_bpf_create_dsq(shard_dsq_id(i), -1);
-		if (ret) {
-			scx_bpf_error("cannot create shard %u: %d", i, ret);
-			return ret;
-		}
-	}
-	return 0;
+	return ret ?: create_dsqs(shard_dsq_id(0), nr_shards, "shard");
 }
 
 /* Queue @p on its CPU's own queue. */
@@ -109,6 +93,27 @@ static __always_inline bool cpu_has_waiters(s32 cpu)
 	return scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)) ||
 	       (!no_shared_runq &&
 		scx_bpf_dsq_nr_queued(shard_dsq_id(shard_of(cpu))));
+}
+
+/* Whether the head of @dsq has been runnable since before @since. */
+static __always_inline bool head_waits_since(u64 dsq, u64 since)
+{
+	struct task_struct *p = __COMPAT_scx_bpf_dsq_peek(dsq);
+	struct task_ctx *tctx = p ? task_ctx_of(p) : NULL;
+
+	return tctx && tctx->runnable_at &&
+	       time_before(tctx->runnable_at, since);
+}
+
+/*
+ * Whether a task queued for @cpu (the head of its own queue or of its shard)
+ * has waited longer than one runnable since @since: one peek per queue.
+ */
+static __always_inline bool cpu_has_older_waiter(s32 cpu, u64 since)
+{
+	return head_waits_since(cpu_dsq_id(cpu), since) ||
+	       (!no_shared_runq &&
+		head_waits_since(shard_dsq_id(shard_of(cpu)), since));
 }
 
 /* The queue @p, on @cpu, waits on: @cpu's own if pinned, else its shard. */

@@ -14,10 +14,10 @@
  * against a nice 0 task's 1024) among its siblings, whatever its cpu.weight,
  * and its tasks run only on CPUs that others leave idle: they wait on their
  * LLC's idle queue, which a CPU takes from only when its LLC has nothing
- * else queued - or when the head has waited IDLE_WAIT_TARGETS times
- * wait_target_ns (a quarter of the watchdog timeout at most), so that no
- * task waits unboundedly - and they give up their CPU at the next tick when a
- * task waits on the CPU's shard.
+ * else queued - or when the head has waited idle_wait_ns (a quarter of the
+ * watchdog timeout) and no other task queued for the CPU waited longer, so
+ * that no task waits unboundedly - and they give up their CPU at the next
+ * tick when a task waits on the CPU's shard.
  *
  * HOW
  * The kernel reports every cgroup with the cpu controller (ops.cgroup_init,
@@ -277,9 +277,6 @@ void BPF_STRUCT_OPS(mosaic_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 		cg_reweight(id, cg->cpu_weight, idle);
 }
 
-/* an idle cgroup's task waits at most this many wait_target_ns for a CPU */
-#define IDLE_WAIT_TARGETS 2
-
 /* DSQ id of LLC @llc's idle-cgroup queue (see intf.h). */
 static __always_inline u64 idle_dsq_id(u32 llc)
 {
@@ -289,18 +286,7 @@ static __always_inline u64 idle_dsq_id(u32 llc)
 /* Create every LLC's idle-cgroup queue. Called from ops.init. */
 static s32 idle_queues_init(void)
 {
-	s32 ret;
-	u32 i;
-
-	bpf_for (i, 0, nr_llcs) {
-		ret = scx_bpf_create_dsq(idle_dsq_id(i), -1);
-		if (ret) {
-			scx_bpf_error("cannot create idle queue %u: %d", i,
-				      ret);
-			return ret;
-		}
-	}
-	return 0;
+	return create_dsqs(idle_dsq_id(0), nr_llcs, "idle queue");
 }
 
 /*
@@ -325,9 +311,10 @@ static __always_inline bool idle_cgroup_queue(struct task_struct *p,
 
 /*
  * ops.dispatch on @cpu: take the head of the LLC's idle-cgroup queue if it
- * waited IDLE_WAIT_TARGETS x wait_target_ns (@overdue: the bound on its
- * wait), else only if
- * nothing else of the LLC is queued (the caller asks after the shards).
+ * waited idle_wait_ns (@overdue: the bound on its wait) and no task queued for
+ * @cpu waited longer (a pinned kworker behind a stream of overdue idle tasks
+ * starved 6.7 s), else only if nothing else of the LLC is queued (the caller
+ * asks after the shards).
  */
 static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue)
 {
@@ -342,8 +329,8 @@ static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue)
 		tctx = head ? task_ctx_of(head) : NULL;
 		if (!tctx || !tctx->runnable_at ||
 		    time_before(scx_bpf_now(),
-				tctx->runnable_at +
-					IDLE_WAIT_TARGETS * wait_target_ns))
+				tctx->runnable_at + idle_wait_ns) ||
+		    cpu_has_older_waiter(cpu, tctx->runnable_at))
 			return false;
 	}
 	return pull_from(dsq, STAT_IDLE_CGROUP_PULLS);
@@ -369,13 +356,32 @@ static __always_inline bool pull_idle_cgroup_remote(s32 cpu)
 }
 
 /*
+ * ops.dispatch on @cpu, nothing else queued: a still runnable @prev of an idle
+ * cgroup takes turns with its peers on the LLC's idle queue. True if one of
+ * them was taken. No task context read until some cgroup has had cpu.idle.
+ */
+static __always_inline bool idle_cgroup_takes_turns(struct task_struct *prev,
+						    s32 cpu)
+{
+	struct task_ctx *tctx;
+
+	if (!idle_cgroups_seen || !prev)
+		return false;
+	tctx = task_ctx_of(prev);
+	return tctx && tctx->in_idle_cgroup && pull_idle_cgroup(cpu, false);
+}
+
+/*
  * At a tick: @p, of an idle cgroup, gives up its CPU if a task waits on the
  * CPU's shard (SCHED_IDLE: others first). Known from its last charge.
  */
 static __always_inline void idle_cgroup_tick(struct task_struct *p,
 					     struct task_ctx *tctx, s32 cpu)
 {
-	if (!tctx->in_idle_cgroup || !cpu_has_waiters(cpu))
+	/* an exiting task gets a fresh slice without ops.enqueue: let it finish
+	 */
+	if (!tctx->in_idle_cgroup || (p->flags & PF_EXITING) ||
+	    !cpu_has_waiters(cpu))
 		return;
 	p->scx.slice = 0;
 	stat_inc(STAT_IDLE_CGROUP_YIELDS);

@@ -167,6 +167,8 @@ pub struct Metrics {
     pub bw_parked: u64,
     #[stat(desc = "cpu.max: parked task moved back to a queue after a refill")]
     pub bw_unparked: u64,
+    #[stat(desc = "cpu.max: parked task left its park queue another way (cgroup move, affinity)")]
+    pub bw_park_left: u64,
     #[stat(desc = "cpu.max set on more cgroups than MAX_BW_CGROUPS: not enforced")]
     pub bw_untracked: u64,
     #[stat(desc = "cpu.idle: a task of an idle cgroup gave up its CPU at a tick to a waiter")]
@@ -212,6 +214,9 @@ pub struct Metrics {
     #[stat(desc = "group balancer (--gb-parent): partitions and groups; absent without it")]
     #[serde(default, skip_serializing_if = "GroupBalancerMetrics::is_off")]
     pub group_balancer: GroupBalancerMetrics,
+    #[stat(desc = "cgroups with a cpu.max limit, and how often they were throttled")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroup_bandwidth: Vec<BandwidthMetrics>,
 }
 
 /// One LLC's share of the counters.
@@ -314,6 +319,28 @@ pub struct GroupMetrics {
     pub runtime_ns_per_partition: Vec<u64>,
 }
 
+/// One cgroup with a cpu.max limit (bandwidth.bpf.c's slot, this load only).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(desc = "one cgroup with a cpu.max limit")]
+pub struct BandwidthMetrics {
+    #[stat(desc = "path below /sys/fs/cgroup (empty: not found)")]
+    pub path: String,
+    #[stat(desc = "cgroup id")]
+    pub cgroup_id: u64,
+    #[stat(desc = "cpu.max quota, us per period")]
+    pub quota_us: u64,
+    #[stat(desc = "cpu.max period, us")]
+    pub period_us: u64,
+    #[stat(desc = "cpu.max.burst, us")]
+    pub burst_us: u64,
+    #[stat(desc = "times its pool ran dry since this load took the limit")]
+    pub throttles: u64,
+    #[stat(desc = "time throttled, ns, stretches that have ended")]
+    pub throttled_ns: u64,
+    #[stat(desc = "throttled now")]
+    pub throttled: Flag,
+}
+
 /// The metadata of every struct in Metrics, the top one first.
 pub fn all_meta() -> Vec<StatsMeta> {
     vec![
@@ -324,6 +351,7 @@ pub fn all_meta() -> Vec<StatsMeta> {
         ExitMetrics::meta(),
         GroupBalancerMetrics::meta(),
         GroupMetrics::meta(),
+        BandwidthMetrics::meta(),
         CpuIds::meta(),
         Flag::meta(),
         MaybeIndex::meta(),

@@ -3,7 +3,7 @@
 //! the table below (StatDef per counter: id, JSON name, sum or maximum,
 //! description; build/stat_table.rs, shared with mosaic-sim).
 //!
-//! - read.rs:     the BPF maps -> Counters, and the BPF programs' cost
+//! - read.rs:     the BPF maps -> Counters, BPF programs' cost, cpu.max slots
 //! - counters.rs: Counters, the model: totals, per-LLC shares, deltas
 //! - metrics.rs:  Metrics, the report's shape (scx_stats, --stats-file)
 //! - report.rs:   Counters -> Metrics and back
@@ -20,10 +20,10 @@ mod show;
 
 pub use counters::{wait_percentile_us, Counters};
 pub use metrics::{
-    all_meta, BpfMetrics, CpuIds, ExitMetrics, Flag, GroupBalancerMetrics, GroupMetrics,
-    LlcMetrics, MaybeIndex, Metrics, ProgMetrics,
+    all_meta, BandwidthMetrics, BpfMetrics, CpuIds, ExitMetrics, Flag, GroupBalancerMetrics,
+    GroupMetrics, LlcMetrics, MaybeIndex, Metrics, ProgMetrics,
 };
-pub use read::{bpf_prog_costs, sum_percpu};
+pub use read::{bandwidth_limits, bpf_prog_costs, sum_percpu};
 pub use report::{add_costs, ProgCosts};
 pub use show::help_text;
 

@@ -1,8 +1,8 @@
 //! Map reading: the BPF side's counters (the per-CPU `stats`,
-//! `shard_enqueues` and `wait_hist` maps) into Counters, and the kernel's
-//! per-program cost of the BPF programs.
+//! `shard_enqueues` and `wait_hist` maps) into Counters, the kernel's
+//! per-program cost of the BPF programs, and the cpu.max slots.
 
-use super::{Counters, ProgCosts, NR_STATS};
+use super::{BandwidthMetrics, Counters, Flag, ProgCosts, NR_STATS};
 use crate::bpf_intf;
 use crate::bpf_skel::BpfSkel;
 use anyhow::{Context, Result};
@@ -65,6 +65,35 @@ pub fn bpf_prog_costs(skel: &BpfSkel) -> ProgCosts {
                     info.run_time_ns,
                 )
             })
+        })
+        .collect()
+}
+
+/// The cgroups bandwidth.bpf.c enforces a cpu.max limit on, with their
+/// throttling; @paths names cgroup ids (group::scan_cgroups of the root).
+pub fn bandwidth_limits(
+    skel: &BpfSkel,
+    paths: impl Fn() -> std::collections::BTreeMap<u64, String>,
+) -> Vec<BandwidthMetrics> {
+    let Some(bss) = skel.maps.bss_data.as_ref() else {
+        return Vec::new();
+    };
+    if bss.bw_nr_limited == 0 {
+        return Vec::new();
+    }
+    let names = paths();
+    bss.bw_slots
+        .iter()
+        .filter(|s| s.cgid != 0 && s.quota_ns != 0)
+        .map(|s| BandwidthMetrics {
+            path: names.get(&s.cgid).cloned().unwrap_or_default(),
+            cgroup_id: s.cgid,
+            quota_us: s.quota_ns / 1000,
+            period_us: s.period_ns / 1000,
+            burst_us: s.burst_ns / 1000,
+            throttles: s.throttles,
+            throttled_ns: s.throttled_ns,
+            throttled: Flag(s.throttled_at != 0),
         })
         .collect()
 }

@@ -86,6 +86,22 @@ impl Metrics {
                 g.settles
             ));
         }
+        for c in &self.cgroup_bandwidth {
+            let before = prev
+                .cgroup_bandwidth
+                .iter()
+                .find(|b| b.cgroup_id == c.cgroup_id);
+            lines.push(format!(
+                "mosaic cpu.max | {} {}/{} us throttled {}x {:.0} ms{}",
+                c.path,
+                c.quota_us,
+                c.period_us,
+                c.throttles - before.map_or(0, |b| b.throttles.min(c.throttles)),
+                (c.throttled_ns - before.map_or(0, |b| b.throttled_ns.min(c.throttled_ns))) as f64
+                    / 1e6,
+                if c.throttled.0 { " (now)" } else { "" }
+            ));
+        }
         lines
     }
 }
@@ -111,7 +127,7 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::super::report::tests::{distinct_counters, two_llcs};
-    use super::super::{GroupMetrics, MaybeIndex, STAT_NAMES};
+    use super::super::{BandwidthMetrics, Flag, GroupMetrics, MaybeIndex, STAT_NAMES};
     use super::*;
 
     #[test]
@@ -189,6 +205,46 @@ mod tests {
             [
                 "mosaic group   | a/b -> p0 excl 0.75 settles 1",
                 "mosaic group   | c -> - excl 0.00 settles 0"
+            ]
+        );
+    }
+
+    #[test]
+    fn interval_lines_show_each_limited_cgroups_throttling_in_the_interval() {
+        let (topo, layout) = two_llcs();
+        let c = distinct_counters();
+        let limit = |throttles, throttled_ns, now| BandwidthMetrics {
+            path: "web/a".into(),
+            cgroup_id: 7,
+            quota_us: 20000,
+            period_us: 100000,
+            throttles,
+            throttled_ns,
+            throttled: Flag(now),
+            ..Default::default()
+        };
+        let mut prev = Metrics::new(&c, &topo, &layout);
+        prev.cgroup_bandwidth = vec![limit(3, 40_000_000, false)];
+        let mut now = prev.clone();
+        now.cgroup_bandwidth = vec![
+            limit(8, 290_000_000, true),
+            BandwidthMetrics {
+                path: "new".into(),
+                cgroup_id: 9,
+                quota_us: 5000,
+                period_us: 50000,
+                throttles: 2,
+                throttled_ns: 1_500_000,
+                ..Default::default()
+            },
+        ];
+        let lines = now.interval_lines(&prev, 1.0);
+        let n = lines.len();
+        assert_eq!(
+            lines[n - 2..],
+            [
+                "mosaic cpu.max | web/a 20000/100000 us throttled 5x 250 ms (now)",
+                "mosaic cpu.max | new 5000/50000 us throttled 2x 2 ms"
             ]
         );
     }

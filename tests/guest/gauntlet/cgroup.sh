@@ -5,19 +5,8 @@
 CG=/sys/fs/cgroup/gauntlet
 mkdir -p $CG/base
 g_start --gb-parent gauntlet --gb-period-ms 50 || { rmdir $CG/base $CG; return 1; }
-w=""
-for i in $(seq "$NCPU"); do
-    spin_bg w$i -t 2 -s "$SECS"
-    echo "$(cat /tmp/g.pid.w$i)" >$CG/base/cgroup.procs
-    w="$w w$i"
-done
-# Empty cgroup $1 into base and remove it.
-drop() {
-    local p
-    [ -d "$1" ] || return 0
-    for p in $(cat "$1/cgroup.procs"); do echo "$p" >$CG/base/cgroup.procs 2>/dev/null; done
-    rmdir "$1" 2>/dev/null || { sleep 0.2; rmdir "$1"; }
-}
+start_workers $CG
+w=$WORKERS
 boost
 end=$(($(now) + SECS - 1)) k=0 moves=0 made=0 removed=0
 while [ "$(now)" -lt $end ]; do
@@ -29,9 +18,9 @@ while [ "$(now)" -lt $end ]; do
     sh -c "echo \$\$ >$CG/c$k/cgroup.procs; renice -n 20 -p \$\$ >/dev/null; exec spin -t 1 -s 1" \
         >/tmp/g.short.$k 2>&1 &
     sleep 0.3
-    [ $k -gt 3 ] && drop $CG/c$((k - 3)) && removed=$((removed + 1))
+    [ $k -gt 3 ] && drop_cgroup $CG $CG/c$((k - 3)) && removed=$((removed + 1))
 done
-for d in $CG/c*; do [ -d "$d" ] && drop "$d" && removed=$((removed + 1)); done
+for d in $CG/c*; do [ -d "$d" ] && drop_cgroup $CG "$d" && removed=$((removed + 1)); done
 r cgroups_made $made
 r cgroups_removed $removed
 r moves $moves

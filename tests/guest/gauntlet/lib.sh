@@ -54,6 +54,7 @@ g_start() {
         r load_error "$(grep -v '^@@' /tmp/g.start | tail -n 5 | tr '\n' '|')"
         return 1
     fi
+    r controls "$(sed -n 's/^scx_mosaic: cgroup controls: //p' $MOSAIC_LOG)"
 }
 
 # Stop scx_mosaic with SIGINT; report its status, the state after, its counters, and the
@@ -122,4 +123,24 @@ wait_threads() {
 tids_of() {
     local n
     for n in "$@"; do ls /proc/"$(cat /tmp/g.pid.$n)"/task 2>/dev/null; done
+}
+
+# Start a worker probe (2 threads) per CPU, w1..wN, in cgroup $1/base for the cell's window;
+# their names in $WORKERS.
+start_workers() {
+    local i
+    WORKERS=""
+    for i in $(seq "$NCPU"); do
+        spin_bg w$i -t 2 -s "$SECS"
+        echo "$(cat /tmp/g.pid.w$i)" >$1/base/cgroup.procs
+        WORKERS="$WORKERS w$i"
+    done
+}
+
+# Move the processes of cgroup $2 to $1/base, and remove $2.
+drop_cgroup() {
+    local p
+    [ -d "$2" ] || return 0
+    for p in $(cat "$2/cgroup.procs"); do echo "$p" >$1/base/cgroup.procs 2>/dev/null; done
+    rmdir "$2" 2>/dev/null || { sleep 0.2; rmdir "$2"; }
 }
