@@ -368,10 +368,9 @@ fn print_banner(opts: &Opts, plan: &LoadPlan) {
 
 /// Which cgroup v2 CPU controls this load honours, as one banner line: the
 /// kernel lacks ops.cgroup_set_bandwidth before 6.17 and ops.cgroup_set_idle
-/// before 6.19 (scx_ops_open! then drops the op, and the control is ignored).
-fn cgroup_controls_line(opts: &Opts) -> String {
-    let has_op =
-        |op: &str| scx_utils::compat::struct_has_field("sched_ext_ops", op).unwrap_or(false);
+/// before 6.19 (scx_ops_open! then drops the op, and the control is ignored);
+/// @has_op tells whether the kernel's sched_ext_ops has a member.
+fn cgroup_controls_line(opts: &Opts, has_op: impl Fn(&str) -> bool) -> String {
     let mut honoured = Vec::new();
     let mut ignored = Vec::new();
     if opts.no_cgroup_weights {
@@ -389,7 +388,14 @@ fn cgroup_controls_line(opts: &Opts) -> String {
             ignored.push(format!("{control} (this kernel has no ops.{op})"));
         }
     }
-    let mut line = format!("scx_mosaic: cgroup controls: {}", honoured.join(", "));
+    let mut line = format!(
+        "scx_mosaic: cgroup controls: {}",
+        if honoured.is_empty() {
+            "none".to_string()
+        } else {
+            honoured.join(", ")
+        }
+    );
     if !ignored.is_empty() {
         line += &format!("; ignored: {}", ignored.join(", "));
     }
@@ -447,7 +453,12 @@ fn run(opts: &Opts) -> Result<i32> {
         let plan = &totals.plan;
         let gb = group_config(opts, plan)?;
         print_banner(opts, plan);
-        println!("{}", cgroup_controls_line(opts));
+        println!(
+            "{}",
+            cgroup_controls_line(opts, |op| {
+                scx_utils::compat::struct_has_field("sched_ext_ops", op).unwrap_or(false)
+            })
+        );
         let mut balancer = gb.map(|cfg| group::Balancer::new(cfg, &plan.topo));
         let mut object = MaybeUninit::uninit();
         let mut sched =
@@ -555,6 +566,29 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn the_banner_names_the_cgroup_controls_a_kernel_lacks() {
+        let opts = Opts::try_parse_from(["scx_mosaic"]).unwrap();
+        assert_eq!(
+            cgroup_controls_line(&opts, |_| true),
+            "scx_mosaic: cgroup controls: cpu.weight, cpu.max, cpu.idle"
+        );
+        // a 6.17/6.18 kernel: no ops.cgroup_set_idle
+        assert_eq!(
+            cgroup_controls_line(&opts, |op| op != "cgroup_set_idle"),
+            "scx_mosaic: cgroup controls: cpu.weight, cpu.max; ignored: cpu.idle (this kernel \
+             has no ops.cgroup_set_idle)"
+        );
+        let opts = Opts::try_parse_from(["scx_mosaic", "--no-cgroup-weights"]).unwrap();
+        assert_eq!(
+            cgroup_controls_line(&opts, |_| false),
+            "scx_mosaic: cgroup controls: none; ignored: cpu.weight (--no-cgroup-weights), cpu.max \
+             (this kernel has no ops.cgroup_set_bandwidth), cpu.idle (this kernel has no \
+             ops.cgroup_set_idle)"
+        );
+    }
 
     /// A fake sysfs with a sched_ext directory in state @state, if any.
     fn sysfs(state: Option<&str>) -> tempfile::TempDir {
