@@ -28,7 +28,8 @@
  * pools at each cgroup's period (quota + what is left, at most quota +
  * burst) and flags throttled cgroups with parked tasks; the next ops.dispatch
  * on any CPU moves them back to the shards of their CPUs (vtime-ordered, as
- * any requeued task), and the timer kicks an idle CPU to do it.
+ * any requeued task), and the timer kicks an idle CPU to do it. An exiting
+ * task is charged but never held back: it finishes its exit in the kernel.
  * Nothing of this runs while no cgroup has a limit (bw_nr_limited == 0).
  *
  * WHY
