@@ -26,12 +26,17 @@ pub const KERNEL_TIMEOUT_MS: u32 = 30_000;
 /// host) have room, and at most 500 ms, past which a task's share no longer
 /// needs protecting.
 pub fn wait_target_ns(timeout_ms: u32) -> u64 {
-    let timeout = if timeout_ms == 0 {
+    (watchdog_ns(timeout_ms) / 8).min(500_000_000)
+}
+
+/// The watchdog timeout in ns for @timeout_ms (0: the kernel's).
+fn watchdog_ns(timeout_ms: u32) -> u64 {
+    let ms = if timeout_ms == 0 {
         KERNEL_TIMEOUT_MS
     } else {
         timeout_ms
     };
-    (u64::from(timeout) * 1_000_000 / 8).min(500_000_000)
+    u64::from(ms) * 1_000_000
 }
 
 /// The longest a task of a cpu.idle cgroup waits while other work keeps its
@@ -42,12 +47,7 @@ pub fn wait_target_ns(timeout_ms: u32) -> u64 {
 /// machine falls with this wait (a tick per 7.5 s with the kernel's 30 s),
 /// and three quarters of the timeout are left for the queueing behind it.
 pub fn idle_wait_ns(timeout_ms: u32) -> u64 {
-    let timeout = if timeout_ms == 0 {
-        KERNEL_TIMEOUT_MS
-    } else {
-        timeout_ms
-    };
-    u64::from(timeout) * 1_000_000 / 4
+    watchdog_ns(timeout_ms) / 4
 }
 
 /// Bytes of the BPF scheduler's debug_drop_comm (the kernel's TASK_COMM_LEN).

@@ -203,20 +203,16 @@ static __always_inline s32 bw_walk(struct task_ctx *tctx, u64 ran, bool charge,
 }
 
 /*
- * The park slot @p must wait on (a throttled cgroup of its), or -1. An
- * exiting task is never held back: the kernel queues it on its CPU without
- * ops.enqueue, with a fresh slice, so ending its slice only makes it go
- * round the scheduler at every preemption point of its exit (seen: 486,000
- * times, the CPU's pinned kworker starved 6 s and an RCU stall ejected the
- * scheduler), and it holds the memory it is freeing. The kernel's own
- * throttling also lets a task finish in the kernel.
+ * The park slot @p must wait on (a throttled cgroup of its), or -1; never
+ * for an exiting task (task_exiting()), which also frees memory as it goes.
+ * The kernel's own throttling lets a task finish in the kernel too.
  */
 static __always_inline s32 bw_throttled_slot(struct task_struct *p,
 					     struct task_ctx *tctx)
 {
 	u64 slice = 0;
 
-	if (!bw_nr_limited || !tctx || !tctx->wcg || (p->flags & PF_EXITING))
+	if (!bw_nr_limited || !tctx || !tctx->wcg || task_exiting(p))
 		return -1;
 	return bw_walk(tctx, 0, false, &slice);
 }
@@ -234,7 +230,7 @@ static __always_inline bool bw_charge(struct task_struct *p,
 	if (!bw_nr_limited || !tctx->wcg)
 		return false;
 	if (bw_walk(tctx, ran, true, &slice) >= 0)
-		return !(p->flags & PF_EXITING); /* see bw_throttled_slot() */
+		return !task_exiting(p);
 	if (slice < p->scx.slice)
 		p->scx.slice = slice;
 	return false;

@@ -233,8 +233,8 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	vtime_running(p, tctx, cpu, now);
 	group_running(p, tctx, cpu);
 	group_account(p, tctx, cpu, 0, waited);
-	/* cpu.max: a slice no longer than the budget; none if throttled */
 	bw_running(tctx);
+	/* cpu.max: a slice no longer than the budget; none if throttled */
 	if (bw_charge(p, tctx, 0)) {
 		p->scx.slice = 0;
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);

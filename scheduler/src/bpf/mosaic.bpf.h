@@ -134,6 +134,18 @@ static __always_inline bool task_is_pinned(const struct task_struct *p)
 	return p->nr_cpus_allowed == 1;
 }
 
+/*
+ * Whether @p is exiting. Such a task is never held back nor made to yield
+ * (cpu.max, cpu.idle): the kernel puts it back on its CPU without ops.enqueue
+ * and with a fresh slice, so ending its slice only sends it round the
+ * scheduler at every preemption point of its exit (seen: 486,000 times; the
+ * CPU's pinned kworker starved 6 s, an RCU stall ejected the scheduler).
+ */
+static __always_inline bool task_exiting(const struct task_struct *p)
+{
+	return p->flags & PF_EXITING;
+}
+
 /* @cpu as an index into the per-CPU tables, masked for the verifier. */
 static __always_inline u32 cpu_idx(s32 cpu)
 {

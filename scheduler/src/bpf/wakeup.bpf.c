@@ -152,7 +152,7 @@ static __always_inline void place_woken(struct task_struct *p,
 		stat_inc(STAT_INSERT_DIRECT_L2);
 	} else if (no_l2_locality && llc_of(this) == llc_of(cpu)) {
 		stat_inc(STAT_INSERT_DIRECT_WIDE);
-	} else if (p->flags & PF_EXITING) {
+	} else if (task_exiting(p)) {
 		/* the kernel does not pass exiting tasks to ops.enqueue */
 		stat_inc(STAT_INSERT_DIRECT_EXITING);
 	} else {

@@ -312,9 +312,8 @@ static __always_inline bool idle_cgroup_queue(struct task_struct *p,
 /*
  * ops.dispatch on @cpu: take the head of the LLC's idle-cgroup queue if it
  * waited idle_wait_ns (@overdue: the bound on its wait) and no task queued for
- * @cpu waited longer (a pinned kworker behind a stream of overdue idle tasks
- * starved 6.7 s), else only if nothing else of the LLC is queued (the caller
- * asks after the shards).
+ * @cpu waited longer (oldest first), else only if nothing else of the LLC is
+ * queued (the caller asks after the shards).
  */
 static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue)
 {
@@ -373,15 +372,13 @@ static __always_inline bool idle_cgroup_takes_turns(struct task_struct *prev,
 
 /*
  * At a tick: @p, of an idle cgroup, gives up its CPU if a task waits on the
- * CPU's shard (SCHED_IDLE: others first). Known from its last charge.
+ * CPU's shard (SCHED_IDLE: others first), unless it is exiting. Known from its
+ * last charge.
  */
 static __always_inline void idle_cgroup_tick(struct task_struct *p,
 					     struct task_ctx *tctx, s32 cpu)
 {
-	/* an exiting task gets a fresh slice without ops.enqueue: let it finish
-	 */
-	if (!tctx->in_idle_cgroup || (p->flags & PF_EXITING) ||
-	    !cpu_has_waiters(cpu))
+	if (!tctx->in_idle_cgroup || task_exiting(p) || !cpu_has_waiters(cpu))
 		return;
 	p->scx.slice = 0;
 	stat_inc(STAT_IDLE_CGROUP_YIELDS);

@@ -96,8 +96,10 @@ impl Metrics {
                 c.path,
                 c.quota_us,
                 c.period_us,
-                c.throttles - before.map_or(0, |b| b.throttles.min(c.throttles)),
-                (c.throttled_ns - before.map_or(0, |b| b.throttled_ns.min(c.throttled_ns))) as f64
+                c.throttles
+                    .saturating_sub(before.map_or(0, |b| b.throttles)),
+                c.throttled_ns
+                    .saturating_sub(before.map_or(0, |b| b.throttled_ns)) as f64
                     / 1e6,
                 if c.throttled.0 { " (now)" } else { "" }
             ));

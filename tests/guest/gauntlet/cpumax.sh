@@ -3,9 +3,9 @@
 # every 0.3 s one child is made with a random limit (5-30 ms per 50-100 ms) and a worker moved
 # in, a short task started in it (it exits there, often throttled), another child's limit is
 # changed (or lifted), and the child made three rounds earlier is emptied and removed - most
-# often while throttled, its tasks parked. At the end every
-# limit is lifted, so every parked task must have come back: moved back at a refill
-# (bw_unparked) or taken off its park queue by the kernel when moved out (bw_park_left).
+# often while throttled, its tasks parked. At the end every limit is lifted, so every parked
+# task must have come back: moved back at a refill (bw_unparked) or taken off its park queue
+# by the kernel when moved out (bw_park_left).
 # The canaries run unlimited beside them. Sourced by run.sh.
 CG=/sys/fs/cgroup/gauntlet-bw
 mkdir -p $CG/base
@@ -21,17 +21,19 @@ fi
 canaries
 start_workers $CG
 w=$WORKERS
-# A random cpu.max value: 5-30 ms per 50-100 ms, or (one time in four) "max".
+# A random cpu.max limit: 5-30 ms per 50-100 ms.
+random_limit() { echo "$((5000 + RANDOM % 25000)) $((50000 + RANDOM % 50000))"; }
+# A random cpu.max value: a random limit, or (one time in four) "max".
 limit() {
     [ $((RANDOM % 4)) -eq 0 ] && { echo max; return; }
-    echo "$((5000 + RANDOM % 25000)) $((50000 + RANDOM % 50000))"
+    random_limit
 }
 boost
 end=$(($(now) + SECS - 1)) k=0 made=0 removed=0 changes=0
 while [ "$(now)" -lt $end ]; do
     k=$((k + 1))
     mkdir $CG/c$k && made=$((made + 1))
-    echo "$((5000 + RANDOM % 25000)) $((50000 + RANDOM % 50000))" >$CG/c$k/cpu.max
+    random_limit >$CG/c$k/cpu.max
     set -- $w
     eval v=\${$((RANDOM % $# + 1))}
     echo "$(cat /tmp/g.pid.$v)" >$CG/c$k/cgroup.procs
