@@ -6,10 +6,11 @@
  * CPU is idle and big enough for it, else takes the nearest idle CPU - same
  * L2, same LLC, anywhere - or on big.LITTLE machines the best-fitting one
  * (wakeup.bpf.c, capacity.bpf.c). The waker inserts it straight into that
- * CPU's local queue only if the two share an L2; farther away, the task goes
- * on the target's shard and the target is kicked. With no idle CPU the task
- * waits on a shard of its LLC's shared runqueue (shard.bpf.c), where queues
- * are ordered by weighted virtual time (vtime.bpf.c). A CPU that runs out of
+ * CPU's local queue only if the two share an L2; farther away, ops.enqueue
+ * (run where the kernel's wakeup puts it) does, which wakes the target. With
+ * no idle CPU the task waits on a shard of its LLC's shared runqueue
+ * (shard.bpf.c), where queues are ordered by weighted virtual time
+ * (vtime.bpf.c). A CPU that runs out of
  * work pulls from its own shard, then from the other shards of its LLC, then
  * - if the overload flag says someone waits (gate.bpf.c) - steals from the
  * busiest of a few shards of other LLCs, same NUMA node first (steal.bpf.c).

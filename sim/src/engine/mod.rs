@@ -250,6 +250,15 @@ impl Engine {
         }
     }
 
+    /// The task running on the CPU making the current call, NULL if idle
+    /// (bpf_get_current_task_btf(): the waker, in select_cpu).
+    pub fn current_task(&self) -> *mut task_struct {
+        match self.cpus[self.cur_cpu].curr {
+            Some(t) => self.tasks[t].p,
+            None => std::ptr::null_mut(),
+        }
+    }
+
     pub fn is_running(&self, t: usize) -> bool {
         self.tasks[t].state == state::TState::Running
     }
