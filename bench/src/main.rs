@@ -447,6 +447,11 @@ fn run(a: RunArgs) -> Result<()> {
         host_path,
         log_dir: out.clone(),
         mosaic_build,
+        accel: if a.host {
+            "host".into()
+        } else {
+            vm_accel(&repo)?
+        },
         versions,
     };
 
@@ -522,6 +527,19 @@ fn run(a: RunArgs) -> Result<()> {
         bail!("{} failed cell(s) or run(s)", failed.len());
     }
     Ok(())
+}
+
+/// The accelerator vm/run will use for every boot (`kvm` or `tcg`): recorded in each run.
+fn vm_accel(repo: &Path) -> Result<String> {
+    let out = Command::new(repo.join("vm/run"))
+        .arg("--print-accel")
+        .output()
+        .context("running vm/run --print-accel")?;
+    let accel = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !matches!(accel.as_str(), "kvm" | "tcg") {
+        bail!("vm/run --print-accel printed {accel:?}");
+    }
+    Ok(accel)
 }
 
 #[cfg(test)]

@@ -57,6 +57,10 @@ pub struct ScenarioRun {
     /// Which scx_mosaic was measured: binary, its sha256 prefix, the repository's git state.
     #[serde(default)]
     pub mosaic_build: String,
+    /// `kvm` or `tcg` (QEMU's accelerator, as vm/run chose it) or `host`; empty in runs
+    /// from before it was recorded.
+    #[serde(default)]
+    pub accel: String,
     pub scheds: Vec<String>,
     /// Command line and version of each scheduler in `scheds`.
     #[serde(default)]

@@ -201,7 +201,18 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
     let mut kernels: Vec<&str> = suite.runs.iter().map(|r| r.kernel.as_str()).collect();
     kernels.sort();
     kernels.dedup();
-    let host = suite.runs.iter().any(|r| r.host);
+    let mut accels: Vec<&str> = suite
+        .runs
+        .iter()
+        .map(|r| match r.accel.as_str() {
+            _ if r.host => "host",
+            "" => "tcg (runs from before the accelerator was recorded: no KVM then)",
+            a => a,
+        })
+        .collect();
+    accels.sort();
+    accels.dedup();
+    let tcg = accels.iter().any(|a| a.starts_with("tcg"));
     writeln!(o, "# Benchmarks\n")?;
     writeln!(
         o,
@@ -217,6 +228,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         }
     )?;
     writeln!(o, "- Kernel: {}", kernels.join(", "))?;
+    writeln!(o, "- Accelerator: {}", accels.join(", "))?;
     let mut builds: Vec<&str> = suite
         .runs
         .iter()
@@ -236,7 +248,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             topo_desc(&t)
         )?;
     }
-    if !host {
+    if tcg {
         writeln!(
             o,
             "\n> **Caveat: QEMU without KVM.** The numbers come from QEMU TCG (`thread=single`) on a \
@@ -690,6 +702,7 @@ mod tests {
             scenario: "hackbench".into(),
             topo: "1llc".into(),
             kernel: "7.3.4".into(),
+            accel: "tcg".into(),
             rounds: 3,
             scheds: vec!["eevdf".into(), "mosaic".into(), "p2dq".into()],
             sched_info: [
@@ -745,6 +758,10 @@ mod tests {
         assert!(text.contains("| mosaic | 6.000 (×0.60) |"), "{text}");
         assert!(text.contains("| p2dq | **FAILED** |"), "{text}");
         assert!(text.contains("Caveat"));
+        assert!(
+            text.contains("- Accelerator: tcg, tcg (runs from before the accelerator was recorded"),
+            "{text}"
+        );
         assert!(text.contains("| scheduler | command | version |"), "{text}");
         assert!(
             text.contains(
@@ -781,5 +798,28 @@ mod tests {
             "{text}"
         );
         assert!(dir.path().join("bench/hackbench-1llc.svg").exists());
+    }
+
+    #[test]
+    fn a_kvm_report_names_its_accelerator_without_the_tcg_caveat() {
+        let run = ScenarioRun {
+            scenario: "pipe".into(),
+            topo: "1llc".into(),
+            kernel: "7.3.4".into(),
+            accel: "kvm".into(),
+            rounds: 1,
+            scheds: vec!["eevdf".into()],
+            ..Default::default()
+        };
+        let suite = Suite {
+            runs: vec![run],
+            skipped: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let md = dir.path().join("b.md");
+        write_report(&suite, &md, &dir.path().join("bench"), "make bench").unwrap();
+        let text = std::fs::read_to_string(&md).unwrap();
+        assert!(text.contains("- Accelerator: kvm\n"), "{text}");
+        assert!(!text.contains("Caveat"), "{text}");
     }
 }

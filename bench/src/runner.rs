@@ -23,6 +23,8 @@ pub struct Env {
     pub log_dir: PathBuf,
     /// Which scx_mosaic is measured (recorded in every run).
     pub mosaic_build: String,
+    /// How the guest runs: `kvm` or `tcg` (vm/run's choice), `host` with --host.
+    pub accel: String,
     /// Version of each scheduler by label (all but the kernel's default).
     pub versions: BTreeMap<String, String>,
 }
@@ -88,6 +90,7 @@ pub fn run_scenario(
         host: env.host,
         rounds,
         mosaic_build: env.mosaic_build.clone(),
+        accel: env.accel.clone(),
         scheds: scheds.iter().map(|s| s.label.to_string()).collect(),
         sched_info: scheds
             .iter()
