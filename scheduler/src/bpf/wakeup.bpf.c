@@ -4,9 +4,11 @@
  * (seeds 001 and 002).
  *
  * WHAT
- * One path for symmetric and asymmetric machines. A waking task keeps its
- * previous CPU if that CPU is idle and the task fits it (seed 002). A sync
- * wakeup (the waker is about to sleep) may take the waker's CPU. Otherwise
+ * One path for symmetric and asymmetric machines. Two tasks that wake each
+ * other in turn share a CPU: a sync wakeup within such a pair runs the wakee
+ * next on the waker's CPU. Otherwise a waking task keeps its previous CPU if
+ * that CPU is idle and the task fits it (seed 002); a sync wakeup (the waker
+ * is about to sleep) may take the waker's CPU if prev is busy. Otherwise
  * the nearest idle CPU: an idle whole core, then an idle CPU, in prev's L2
  * group; then the same in prev's LLC; then anywhere. On asymmetric machines
  * each step only accepts CPUs the task fits, and the last one is the
