@@ -101,7 +101,9 @@ static __always_inline bool wakes_in_pair(struct task_struct *p,
  * so @p runs next on the waker's CPU @this, even if its own CPU is idle - the
  * pair then shares one CPU and each wakeup costs no interrupt (perf pipe ran
  * about twice as fast pinned to one CPU as on two, EEVDF and Mosaic alike,
- * TCG). Only if nothing else waits on @this's local DSQ and @p fits @this.
+ * TCG). Only if @p fits @this and no task waits for @this (its local DSQ,
+ * own queue, shard): a pair handing @this back and forth through its local
+ * DSQ never lets it dispatch, so a queued task would wait behind it forever.
  */
 static __always_inline bool pair_stays_on_waker(struct task_struct *p,
 						struct task_ctx *tctx,
@@ -110,7 +112,7 @@ static __always_inline bool pair_stays_on_waker(struct task_struct *p,
 	return (wake_flags & SCX_WAKE_SYNC) && wakes_in_pair(p, tctx) &&
 	       bpf_cpumask_test_cpu(this, p->cpus_ptr) &&
 	       task_fits(this, tctx->util) &&
-	       !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+	       !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && !cpu_has_waiters(this);
 }
 
 /*
