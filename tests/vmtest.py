@@ -114,9 +114,10 @@ def assert_counters_consistent(s):
     # every wakeup that found an idle CPU says where, and how the task got there
     found = (s["prev_kept"] + s["wake_sync"] + s["wake_l2_idle"] + s["wake_llc_idle"]
              + s["wake_remote_idle"] + s["wake_capacity"] + s["wake_group_part"])
-    # A wakeup handed to ops.enqueue (claimed CPU beyond the L2) is counted there. The kernel bypasses ops.enqueue from the moment it starts unloading the scheduler
-    # (and for exiting tasks, which select_cpu inserts directly), so a handoff in flight at
-    # unload is never counted: allow a few, never more counted than found.
+    # A wakeup handed to ops.enqueue (claimed CPU beyond the L2) is counted there. The
+    # kernel bypasses ops.enqueue from the moment it starts unloading the scheduler (and for
+    # exiting tasks, which select_cpu inserts directly), so a handoff in flight at unload is
+    # never counted: allow a few, never more counted than found.
     handed_off = found - s["direct_dispatches"]
     lost = handed_off - s["insert_queued"]
     assert 0 <= lost <= 16, (found, s["direct_dispatches"], s["insert_queued"])

@@ -158,8 +158,7 @@ pub extern "C" fn sim_unmodelled_helper(name: *const std::ffi::c_char) -> *mut s
     panic!("mosaic-sim: the scheduler called {name}, which the simulator does not model");
 }
 
-/// The task running on the CPU that makes the call (the waker, in
-/// select_cpu), or NULL when that CPU is idle.
+/// bpf_get_current_task_btf(): see Engine::current_task().
 #[no_mangle]
 pub extern "C" fn sim_get_current_task() -> *mut task_struct {
     with_engine(|e| e.current_task())

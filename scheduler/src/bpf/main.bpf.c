@@ -10,10 +10,10 @@
  * (run where the kernel's wakeup puts it) does, which wakes the target. With
  * no idle CPU the task waits on a shard of its LLC's shared runqueue
  * (shard.bpf.c), where queues are ordered by weighted virtual time
- * (vtime.bpf.c). A CPU that runs out of
- * work pulls from its own shard, then from the other shards of its LLC, then
- * - if the overload flag says someone waits (gate.bpf.c) - steals from the
- * busiest of a few shards of other LLCs, same NUMA node first (steal.bpf.c).
+ * (vtime.bpf.c). A CPU that runs out of work pulls from its own shard, then
+ * from the other shards of its LLC, then - if the overload flag says someone
+ * waits (gate.bpf.c) - steals from the busiest of a few shards of other LLCs,
+ * same NUMA node first (steal.bpf.c).
  * Tasks pinned to one CPU wait on that CPU's own queue. Every decision a
  * user might question has a counter (intf.h).
  *
