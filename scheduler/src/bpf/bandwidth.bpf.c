@@ -237,6 +237,17 @@ static __always_inline bool bw_charge(struct task_struct *p,
 }
 
 /*
+ * Close @tctx's park: true for the one caller that clears its parked flag.
+ * A refill (on one CPU) and the task's next run (on another) may race to
+ * close the same park; exactly one of them counts it.
+ */
+static __always_inline bool bw_close_park(struct task_ctx *tctx)
+{
+	return tctx->bw_parked &&
+	       __sync_val_compare_and_swap(&tctx->bw_parked, 1, 0) == 1;
+}
+
+/*
  * ops.enqueue: park @p if one of its cgroups is throttled. True if parked.
  * FIFO: the order among them is set again when they leave (bw_unpark()).
  */
@@ -248,9 +259,8 @@ static __always_inline bool bw_park(struct task_struct *p,
 	if (slot < 0)
 		return false;
 	/* parked before, and the kernel took it off that park queue */
-	if (tctx->bw_parked)
+	if (__sync_lock_test_and_set(&tctx->bw_parked, 1))
 		stat_inc(STAT_BW_PARK_LEFT);
-	tctx->bw_parked = true;
 	scx_bpf_dsq_insert(p, park_dsq_id(slot), slice_ns, enq_flags);
 	stat_inc(STAT_BW_PARKED);
 	return true;
@@ -262,37 +272,42 @@ static __always_inline bool bw_park(struct task_struct *p,
  */
 static __always_inline void bw_running(struct task_ctx *tctx)
 {
-	if (!tctx->bw_parked)
-		return;
-	tctx->bw_parked = false;
-	stat_inc(STAT_BW_PARK_LEFT);
+	if (bw_close_park(tctx))
+		stat_inc(STAT_BW_PARK_LEFT);
 }
 
 /*
  * Move the parked tasks of slot @slot to the queues of their CPUs, at a vtime
  * bounded as any requeue's, and wake those CPUs if idle; return how many
- * moved. A global function: the verifier checks it once, not per slot.
+ * parks this closed. The park is closed before the move: once moved, the
+ * task may run on another CPU before this one would get to it. A move fails
+ * when the kernel took the task off the park queue first: that park is
+ * counted as left. A global function: the verifier checks it once, not per
+ * slot.
  */
 __noinline u32 bw_unpark_slot(u32 slot)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
 	u32 moved = 0;
+	bool closed;
 	u64 vtime, dsq;
 	s32 cpu;
 
 	bpf_for_each (scx_dsq, p, park_dsq_id(slot & (MAX_BW_CGROUPS - 1)), 0) {
+		tctx = task_ctx_of(p);
+		closed = tctx && bw_close_park(tctx);
 		cpu = scx_bpf_task_cpu(p);
 		vtime = task_queue_vtime(p, llc_of(cpu), 0);
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);
 		dsq = queue_dsq_of(p, cpu);
 		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0)) {
-			tctx = task_ctx_of(p);
-			if (tctx)
-				tctx->bw_parked = false;
 			count_moved_in(dsq);
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-			moved++;
+			if (closed)
+				moved++;
+		} else if (closed) {
+			stat_inc(STAT_BW_PARK_LEFT);
 		}
 	}
 	return moved;

@@ -87,7 +87,8 @@ struct task_ctx {
 			       * does not search again */
 	bool in_idle_cgroup;  /* one of its cgroups has cpu.idle (as of its
 			       * last charge) */
-	bool bw_parked;	      /* on a cpu.max park queue */
+	u32 bw_parked;	      /* on a cpu.max park queue; cleared by one
+			       * atomic swap, whose winner counts the leave */
 };
 
 struct {
