@@ -69,6 +69,12 @@ sim-report:
 	cargo build --release -p mosaic-sim
 	target/release/mosaic-sim report --out docs/sim-report.md
 
+# scx_mosaic's counters in the VM presets the simulator models -> docs/sim-vm-counters.json,
+# which sim-report puts next to the simulator's (boots 4 VMs: about 20 min under TCG).
+.PHONY: sim-vm-counters
+sim-vm-counters: build
+	scripts/sim-vm-counters
+
 # The benchmark suite (mosaic-bench) -> docs/benchmarks.md: the seeds' workloads, schedulers
 # interleaved in one VM boot per scenario, vs EEVDF and sched_ext peers (built once into the
 # cache). SCENARIO=name runs one scenario (merged into the report); FULL=1 runs everything.

@@ -11,7 +11,7 @@ const USAGE: &str = "usage: mosaic-sim --machine M --workload W[:k=v,...] [--sch
                   [--json OUT] [--trace OUT] [--seed N] [--hz N] [--cost k=v ...]
                   [--max-time SECS] [--label NAME]
        mosaic-sim --list-machines | --list-workloads
-       mosaic-sim report [--out docs/sim-report.md] [--quick]
+       mosaic-sim report [--out docs/sim-report.md] [--vm-counters docs/sim-vm-counters.json]
 
 --sched-arg passes one of the scheduler's own flags, parsed as scx_mosaic
 parses them (scx_mosaic --help): --no-shared-runq, --shard-size N,

@@ -26,6 +26,7 @@ pub mod cli;
 pub mod cost;
 pub mod engine;
 pub mod ffi;
+pub mod fidelity;
 pub mod group;
 pub mod kfuncs;
 pub mod machine;

@@ -357,12 +357,17 @@ fn gain(m: Metric, off: f64, on: f64) -> f64 {
 
 pub fn main(args: &[String]) -> Result<()> {
     let mut out = PathBuf::from("docs/sim-report.md");
+    let mut vm_counters = PathBuf::from("docs/sim-vm-counters.json");
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
             "--out" => {
                 i += 1;
                 out = args.get(i).context("--out needs a path")?.into();
+            }
+            "--vm-counters" => {
+                i += 1;
+                vm_counters = args.get(i).context("--vm-counters needs a path")?.into();
             }
             a => bail!("unknown report option {a:?}"),
         }
@@ -470,6 +475,7 @@ pub fn main(args: &[String]) -> Result<()> {
     writeln!(md, "\nVerdicts: **yes** = same direction and within 3x of the seed's change; **direction yes, magnitude no** = direction only; **no** = not reproduced. The text after a verdict says why. Seed 003's row compares the share of idle-time steal scans skipped (points), seed 004's run time at equal work (its seed number is the +25% throughput as a time ratio).\n")?;
     writeln!(md, "## Counters behind each row\n\n{details}")?;
     bpf_work_section(&mut md, &exe, &dir)?;
+    crate::fidelity::section(&mut md, &exe, &dir, &vm_counters)?;
     writeln!(md, "\n## Why a row may not reproduce\n")?;
     writeln!(
         md,

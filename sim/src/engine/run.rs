@@ -159,8 +159,33 @@ impl Engine {
         if end == 0 {
             end = self.now;
         }
+        self.idle_tail(end);
         self.now = end;
         end
+    }
+
+    /// After the workload's last task, each of the scheduler's BPF timers
+    /// fires once more, at @end, as they do in the VM before the scheduler is
+    /// stopped: the overload gate's scan, finding nothing waiting, lowers the
+    /// flag and closes its spell into overload_ns at the workload's end (in
+    /// the VM a scan period later, which over seconds of workload is noise,
+    /// and over the simulator's milliseconds would not be). Nothing else runs.
+    fn idle_tail(&mut self, end: u64) {
+        let mut fired = std::collections::BTreeSet::new();
+        if self.exit.is_some() || end >= self.cfg.max_ns {
+            return;
+        }
+        while let Some(Reverse((_, _, ev))) = self.events.pop() {
+            if self.exit.is_some() {
+                break;
+            }
+            if let Ev::Timer { id, .. } = ev {
+                if fired.insert(id) {
+                    self.now = end;
+                    on_event(self, ev);
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,314 @@
+//! The simulator against the VM: for each VM preset the simulator models, the
+//! bench workloads' counter ratios as scx_mosaic counted them in the guest
+//! (docs/sim-vm-counters.json, written by scripts/sim-vm-counters) next to the
+//! same ratios from the simulator running the same BPF on the same preset.
+//! A section of docs/sim-report.md.
+//!
+//! Ratios, not counts: the simulator's hackbench and pipe are behavioural
+//! models whose message batching differs from the real programs', so absolute
+//! counts differ by design; what each decision's share of the events is
+//! should not.
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A cell within this relative distance of the VM's median agrees.
+const TOLERANCE: f64 = 0.20;
+/// ... or within this absolute distance, for shares near zero.
+const ABS_FLOOR: f64 = 0.01;
+
+/// Where a task placed by the scheduler came from: every queue pull, every
+/// steal and every insert at wakeup. The denominator of the per-placement rows.
+const PLACEMENTS: &[&str] = &[
+    "direct_dispatches",
+    "insert_queued",
+    "shard_pulls_local",
+    "shard_pulls_sibling",
+    "shard_pulls_older",
+    "cpu_pulls",
+    "steal_pulls_node",
+    "steal_pulls_remote",
+];
+/// select_cpu outcomes that placed the task on a CPU at once.
+const WAKE_PLACED: &[&str] = &[
+    "prev_kept",
+    "wake_sync",
+    "wake_l2_idle",
+    "wake_llc_idle",
+    "wake_remote_idle",
+    "wake_capacity",
+    "wake_group_part",
+];
+const SHARD_PULLS: &[&str] = &[
+    "shard_pulls_local",
+    "shard_pulls_sibling",
+    "shard_pulls_older",
+    "cpu_pulls",
+];
+const STEALS: &[&str] = &["steal_pulls_node", "steal_pulls_remote"];
+
+/// One row: numerator counters over denominator counters ("@wall_ns": the
+/// workload's duration). `why` explains cells off by more than the tolerance.
+struct Ratio {
+    name: &'static str,
+    num: &'static [&'static str],
+    den: &'static [&'static [&'static str]],
+    why: &'static str,
+}
+
+const RATIOS: &[Ratio] = &[
+    Ratio {
+        name: "wakeups placed at once (idle CPU or sync) / wakeups",
+        num: WAKE_PLACED,
+        den: &[WAKE_PLACED, &["wake_busy"]],
+        why: "not explained yet. On 1llc and 2node the simulator finds an idle CPU at half the VM's rate: its hackbench keeps CPUs busier between messages (suspect: TCG's idle vCPUs, waiting for a turn of the host thread, stay idle longer than the model's).",
+    },
+    Ratio {
+        name: "handed over in enqueue / inserts at wakeup",
+        num: &["insert_queued"],
+        den: &[&["direct_dispatches", "insert_queued"]],
+        why: "not explained yet: off in both directions (2llc-smt 0.58 against 0.07; 2node 0.01 against 0.22). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified).",
+    },
+    Ratio {
+        name: "sibling-shard pulls / pulls inside the LLC",
+        num: &["shard_pulls_sibling", "shard_pulls_older"],
+        den: &[SHARD_PULLS],
+        why: "not explained yet: 2llc-smt takes half the VM's share from sibling shards.",
+    },
+    Ratio {
+        name: "steals / placements",
+        num: STEALS,
+        den: &[PLACEMENTS],
+        why: "2llc-smt messaging only (0.024 against 0.013, one run of 0.018): within the VM's spread of other presets; not explained.",
+    },
+    Ratio {
+        name: "steal hits / steal scans",
+        num: &["steal_hits"],
+        den: &[&["steal_scans"]],
+        why: "2llc-smt only (2node agrees): the simulator's scans mostly find the other LLC's shard empty (5 % hits against 88 %); not explained yet.",
+    },
+    Ratio {
+        name: "migrations / placements",
+        num: &["migrations"],
+        den: &[PLACEMENTS],
+        why: "2node hackbench 0.48 against 0.39 and 1llc hackbench 0.43 against 0.54, opposite directions; not explained yet.",
+    },
+    Ratio {
+        name: "empty dispatches / placements",
+        num: &["dispatch_empty"],
+        den: &[PLACEMENTS],
+        why: "not explained yet: the simulator dispatches empty less on 1llc and 2node and more on 2llc-smt.",
+    },
+    Ratio {
+        name: "slice refills of a lone task / placements",
+        num: &["prev_refilled"],
+        den: &[PLACEMENTS],
+        why: "single-threaded TCG: a vCPU waiting for its turn of the host thread (up to 100 ms) keeps its task running in guest time, so slices run out with nothing queued; the model charges hardware-like microseconds per syscall and its tasks block long before a 5 ms slice ends. A TCG cost profile would be the fix; there is none yet.",
+    },
+    Ratio {
+        name: "time overloaded / workload time",
+        num: &["overload_ns"],
+        den: &[&["@wall_ns"]],
+        why: "messaging only (0.81-0.87 in the VM, 1.00 simulated): the simulator's flag stays up from its first to its last event; the VM's wall time also covers perf's start-up (forking 80 tasks) and drain, when nothing waits, a larger share of a 3 s messaging run than of a 10 s hackbench run (suspect, unmeasured).",
+    },
+];
+
+/// Counter @k of @counters (a JSON object of numbers); @wall_ns is the run's time.
+fn get(counters: &Value, k: &str, wall_ns: f64) -> f64 {
+    if k == "@wall_ns" {
+        return wall_ns;
+    }
+    counters[k].as_f64().unwrap_or(0.0)
+}
+
+/// Ratio @r of one run; None when its denominator is zero (nothing to share).
+fn ratio(r: &Ratio, counters: &Value, wall_ns: f64) -> Option<f64> {
+    let num: f64 = r.num.iter().map(|k| get(counters, k, wall_ns)).sum();
+    let den: f64 = r
+        .den
+        .iter()
+        .flat_map(|g| g.iter())
+        .map(|k| get(counters, k, wall_ns))
+        .sum();
+    (den > 0.0).then(|| num / den)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Whether the simulated @sim agrees with the VM's @vm.
+fn agrees(vm: f64, sim: f64) -> bool {
+    (sim - vm).abs() <= (TOLERANCE * vm).max(ABS_FLOOR)
+}
+
+/// Run the simulator on @machine with @workload; its JSON.
+fn simulate(exe: &Path, dir: &Path, machine: &str, workload: &str) -> Result<Value> {
+    let out = dir.join(format!(
+        "fidelity-{machine}-{}.json",
+        workload.replace([':', ',', '='], "_")
+    ));
+    let st = Command::new(exe)
+        .args(["--machine", machine, "--workload", workload, "--seed", "1"])
+        .arg("--json")
+        .arg(&out)
+        .output()
+        .context("running mosaic-sim")?;
+    if !st.status.success() {
+        anyhow::bail!(
+            "{machine} {workload}: {}",
+            String::from_utf8_lossy(&st.stderr).trim()
+        );
+    }
+    Ok(serde_json::from_str(&std::fs::read_to_string(&out)?)?)
+}
+
+/// The "Simulator against the VM" section, from the VM counters at @path.
+pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Result<()> {
+    writeln!(md, "\n## Simulator against the VM\n")?;
+    let Ok(text) = std::fs::read_to_string(path) else {
+        writeln!(
+            md,
+            "No VM counters at `{}`: run `scripts/sim-vm-counters` (boots the VM presets), then \
+             `make sim-report`.",
+            path.display()
+        )?;
+        return Ok(());
+    };
+    let vm: Value = serde_json::from_str(&text).with_context(|| path.display().to_string())?;
+    let workloads = vm["workloads"].as_object().context("no workloads")?;
+    let presets = vm["presets"].as_object().context("no presets")?;
+    writeln!(
+        md,
+        "scx_mosaic's counters under the bench workloads in the VM (`{}`, commit {}, {}, {} rounds; \
+         {}: TCG models no caches and runs the vCPUs in turn on one host thread, so the VM side is \
+         noisy) against the simulator running the same BPF on the same preset (seed 1). Each cell is \
+         a ratio of counters, VM median (min–max over the rounds) | simulated; a simulated cell \
+         marked ✗ is more than {:.0} % (or {ABS_FLOOR} absolute) from the VM's median. Ratios, not \
+         counts: the simulator's programs are behavioural models, so their event counts differ by \
+         design. Workloads (VM → simulator): {}.\n",
+        path.display(),
+        vm["commit"].as_str().unwrap_or("?"),
+        vm["date"].as_str().unwrap_or("?"),
+        vm["rounds"],
+        vm["accelerator"].as_str().unwrap_or("?"),
+        TOLERANCE * 100.0,
+        workloads
+            .iter()
+            .map(|(n, w)| format!(
+                "{n}: `{}` → `{}`",
+                w["vm"].as_str().unwrap_or("?"),
+                w["sim"].as_str().unwrap_or("?")
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    )?;
+    let (mut cells, mut agreeing) = (0, 0);
+    let mut off_rows = std::collections::BTreeSet::new();
+    for (preset, runs) in presets {
+        let runs = runs.as_array().context("runs")?;
+        write!(md, "### `{preset}`\n\n| ratio |")?;
+        for n in workloads.keys() {
+            write!(md, " {n}: VM | sim |")?;
+        }
+        write!(md, "\n|---|")?;
+        for _ in workloads {
+            write!(md, "---|---|")?;
+        }
+        writeln!(md)?;
+        let mut sims = Vec::new();
+        for w in workloads.values() {
+            sims.push(simulate(exe, dir, preset, w["sim"].as_str().unwrap_or(""))?);
+        }
+        for r in RATIOS {
+            write!(md, "| {} |", r.name)?;
+            for ((name, _), sim) in workloads.iter().zip(&sims) {
+                let vm_vals: Vec<f64> = runs
+                    .iter()
+                    .filter(|x| x["workload"] == name.as_str())
+                    .filter_map(|x| {
+                        ratio(r, &x["counters"], x["wall_s"].as_f64().unwrap_or(0.0) * 1e9)
+                    })
+                    .collect();
+                let sim_wall = sim["completion_time_s"].as_f64().unwrap_or(0.0) * 1e9;
+                let sim_val = ratio(r, &sim["counters"], sim_wall);
+                let lo = vm_vals.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = vm_vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let vm_med = median(vm_vals);
+                let vm_cell = match vm_med {
+                    Some(m) => format!("{m:.3} ({lo:.3}–{hi:.3})"),
+                    None => "–".into(),
+                };
+                let sim_cell = match (vm_med, sim_val) {
+                    (Some(v), Some(s)) => {
+                        cells += 1;
+                        if agrees(v, s) {
+                            agreeing += 1;
+                            format!("{s:.3}")
+                        } else {
+                            off_rows.insert(r.name);
+                            format!("{s:.3} ✗")
+                        }
+                    }
+                    (_, Some(s)) => format!("{s:.3}"),
+                    (_, None) => "–".into(),
+                };
+                write!(md, " {vm_cell} | {sim_cell} |")?;
+            }
+            writeln!(md)?;
+        }
+        writeln!(md)?;
+    }
+    writeln!(
+        md,
+        "{agreeing} of {cells} cells agree (– : the ratio's denominator was zero, nothing to \
+         compare).\n"
+    )?;
+    for r in RATIOS.iter().filter(|r| off_rows.contains(r.name)) {
+        let why = if r.why.is_empty() {
+            "not explained yet"
+        } else {
+            r.why
+        };
+        writeln!(md, "- **{}** is off somewhere: {why}", r.name)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_ratio_sums_its_counters_and_skips_an_empty_denominator() {
+        let c = json!({"prev_kept": 3, "wake_sync": 1, "wake_busy": 4, "overload_ns": 5e8});
+        let placed = ratio(&RATIOS[0], &c, 0.0).unwrap();
+        assert!((placed - 0.5).abs() < 1e-9, "{placed}");
+        let overloaded = RATIOS.iter().find(|r| r.den[0] == ["@wall_ns"]).unwrap();
+        assert_eq!(ratio(overloaded, &c, 1e9), Some(0.5));
+        assert_eq!(ratio(overloaded, &c, 0.0), None);
+    }
+
+    #[test]
+    fn agreement_is_relative_with_a_floor_near_zero() {
+        assert!(agrees(0.50, 0.59));
+        assert!(!agrees(0.50, 0.61));
+        assert!(agrees(0.002, 0.011));
+        assert!(!agrees(0.002, 0.013));
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+    }
+}

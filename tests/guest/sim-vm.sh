@@ -1,0 +1,28 @@
+#!/bin/sh
+# tests/guest/sim-vm.sh - the guest side of scripts/sim-vm-counters: scx_mosaic's counters
+# under the bench workloads, for the simulator's fidelity table (docs/sim-report.md).
+#
+# Usage: sim-vm.sh ROUNDS 'NAME=COMMAND' ['NAME=COMMAND' ...]
+#   Round r runs each workload once, in order, each under a fresh scx_mosaic (default flags).
+# Output per run: "@@wall_NAME-r@@ SECONDS" (the workload alone) and the scheduler's final
+# counters as JSON block NAME-r; the script fails on a workload error or an ejection.
+. "$(dirname "$0")/lib.sh"
+
+rounds=$1
+shift
+r=1
+while [ $r -le "$rounds" ]; do
+    for spec in "$@"; do
+        name=${spec%%=*}
+        cmd=${spec#*=}
+        start_mosaic --stats 0 --stats-file /tmp/$name-$r.json || exit 1
+        t0=$(cut -d' ' -f1 /proc/uptime)
+        sh -c "$cmd" >/tmp/$name.out 2>&1 || { cat /tmp/$name.out; stop_mosaic; exit 1; }
+        t1=$(cut -d' ' -f1 /proc/uptime)
+        [ "$(cat $SCX/state)" = enabled ] || { echo "ejected during $name"; dmesg | tail -n 20; exit 1; }
+        stop_mosaic
+        report "wall_$name-$r" "$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')"
+        report_json "$name-$r" /tmp/$name-$r.json
+    done
+    r=$((r + 1))
+done
