@@ -13,9 +13,10 @@ def test_pipe_pair_keeps_its_cpus_unless_prev_first_is_off():
     g = run_guest("1llc", "wakeup/ab.sh", CAPS, "noprevfirst", "--no-prev-first", pipe)
     on, off = checked_stats(g, "default", "noprevfirst")
     wakeups = 2 * LOOPS
-    # seed 002 on hikey960: 999,364 migrations -> 0
+    # seed 002 on hikey960: 999,364 migrations -> 0. The pair keeps its CPUs, or, as two
+    # tasks that wake each other in turn, shares the waker's (a sync wakeup): no move either way
     assert on["migrations"] < 0.02 * wakeups, on
-    assert on["prev_kept"] > 0.9 * wakeups, on
+    assert on["prev_kept"] + on["wake_sync"] > 0.9 * wakeups, on
     assert off["migrations"] > 0.5 * wakeups, off
     assert off["prev_kept"] == 0 and off["wake_capacity"] > 0.5 * wakeups, off
     print(f"pipe -T -l {LOOPS}: migrations {on['migrations']} vs {off['migrations']} (--no-prev-first)")

@@ -96,7 +96,8 @@ enum mosaic_stat {
 	/* wakeup placement (wakeup.bpf.c): where an idle CPU was found */
 	STAT_PREV_KEPT,		     /* prev was idle and the task fits it */
 	STAT_PREV_REJECTED_CAPACITY, /* prev was idle but too small */
-	STAT_WAKE_SYNC,		     /* sync wakeup placed on the waker's CPU */
+	STAT_WAKE_SYNC,		     /* sync wakeup placed on the waker's CPU
+				      * (prev busy, or the two wake in turn) */
 	STAT_WAKE_L2_IDLE,	     /* idle CPU found in prev's L2 group */
 	STAT_WAKE_LLC_IDLE,	     /* idle CPU found in prev's LLC */
 	STAT_WAKE_REMOTE_IDLE,	     /* idle CPU found beyond prev's LLC */

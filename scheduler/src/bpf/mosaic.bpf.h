@@ -74,6 +74,7 @@ struct task_ctx {
 	u32 util;	   /* decayed average of running time, capacity units */
 	s32 last_cpu;	   /* CPU it last ran on, -1 before its first run */
 	s32 wake_cpu;	   /* idle CPU claimed for it at wakeup, -1 if none */
+	s32 last_wakee;	   /* pid of the task it last woke, 0: none yet */
 	u64 cgid;	   /* id of its cgroup (group balancer) */
 	u64 wcg;	   /* id of its cpu-controller cgroup, 0: root */
 	u64 wcg_queued;	   /* ... that counts it as runnable now, 0: none */

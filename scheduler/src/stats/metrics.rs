@@ -103,7 +103,7 @@ pub struct Metrics {
     pub prev_kept: u64,
     #[stat(desc = "previous CPU was idle but too small for the task")]
     pub prev_rejected_capacity: u64,
-    #[stat(desc = "sync wakeup placed on the waker's CPU")]
+    #[stat(desc = "sync wakeup placed on the waker's CPU (prev busy, or the two wake in turn)")]
     pub wake_sync: u64,
     #[stat(desc = "wakeup found an idle CPU in the previous CPU's L2 group")]
     pub wake_l2_idle: u64,
