@@ -431,7 +431,7 @@ mod tests {
         let t = plan(&[]).unwrap().tunables;
         assert_eq!((t.nr_cpu_ids, t.nr_llcs, t.nr_l2s), (16, 2, 8));
         // default shard size: an L2 group here (2 CPUs)
-        assert_eq!((t.nr_shards, t.slice_ns), (8, 5_000_000));
+        assert_eq!((t.nr_shards, t.slice_ns), (8, 20_000_000));
         assert_eq!(t.overload_scan_ns, 10_000_000);
         assert_eq!(t.wait_target_ns, 500_000_000);
         assert_eq!(t.idle_wait_ns, 7_500_000_000);
@@ -500,7 +500,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), named.len());
         let get = |name| &named.iter().find(|(n, _)| *n == name).unwrap().1;
-        assert_eq!(get("slice_ns"), &[5_000_000]);
+        assert_eq!(get("slice_ns"), &[20_000_000]);
         assert_eq!(get("cgroup_weights"), &[1]);
         assert_eq!(get("cpu_llc").len(), 16);
         assert_eq!(get("debug_drop_comm").len(), COMM_LEN);

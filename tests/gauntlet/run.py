@@ -63,7 +63,7 @@ QUICK = [("1llc", ["affinity", "threads", "cpumax", "sigkill"]),
 # The runnable-wait bound. vtime.bpf.c queues no task further ahead of its LLC's clock than
 # the clock covers in WAIT_TARGET_US (tunables::wait_target_ns for the kernel's default 30 s
 # watchdog, which the gauntlet keeps); behind that lead a task waits for at most one turn of
-# each task runnable with it on its CPUs. A turn is a slice (5 ms) on hardware; under
+# each task runnable with it on its CPUs. A turn is a slice (20 ms by default) on hardware; under
 # single-threaded TCG a vCPU that took the host thread keeps it up to TCG_KICK_PERIOD, so a
 # turn is counted as that. On top, the kicked vCPU's own wait for the host thread: (CPUs - 1)
 # kick periods.
