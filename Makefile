@@ -83,6 +83,14 @@ bench: build
 	@scripts/install-deps bench
 	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full)
 
+# Survival under a 2 s watchdog (SCX_TIMEOUT_MS=2000): hackbench -g 4 -l 200 with scx_mosaic
+# and scx_p2dq interleaved, 3 rounds on each multi-LLC preset (about 20 min under TCG); the
+# report says how many runs of each ended without an ejection. Results in target/bench/watchdog.
+.PHONY: watchdog
+watchdog: build
+	target/release/mosaic-bench run --scenario hackbench --topo 2llc-smt,4llc,16cpu \
+		--sched mosaic,p2dq --rounds 3 --watchdog-ms 2000 --out target/bench/watchdog
+
 # Install the release binary (`make build` first), the systemd unit and, unless one exists,
 # the example config: `sudo make install; sudo systemctl enable --now scx_mosaic`.
 # PREFIX (/usr/local), BINDIR, UNITDIR, SYSCONFDIR (/etc) and DESTDIR (staging) apply.

@@ -109,6 +109,11 @@ struct RunArgs {
     /// With --doc: start the report afresh instead of merging into its results.json
     #[arg(long)]
     fresh: bool,
+    /// Survival, not speed: the kernel's watchdog timeout for every sched_ext scheduler, ms
+    /// (SCX_TIMEOUT_MS in their environment; default: the kernel's 30 s). An ejection fails
+    /// its cell. Not with --doc: the report's numbers are taken with the default watchdog.
+    #[arg(long)]
+    watchdog_ms: Option<u32>,
 }
 
 fn main() {
@@ -323,6 +328,12 @@ fn build_id(repo: &Path, bin: &Path) -> String {
 
 fn run(a: RunArgs) -> Result<()> {
     let repo = repo_root()?;
+    if a.watchdog_ms.is_some() && a.doc.is_some() {
+        bail!("--watchdog-ms measures survival: write its runs with --out, not into --doc");
+    }
+    if a.watchdog_ms == Some(0) {
+        bail!("--watchdog-ms takes a timeout in ms above 0");
+    }
     let size = if a.smoke {
         Size::Smoke
     } else if a.full {
@@ -453,6 +464,7 @@ fn run(a: RunArgs) -> Result<()> {
             vm_accel(&repo)?
         },
         versions,
+        watchdog_ms: a.watchdog_ms,
     };
 
     let mut suite = Suite {

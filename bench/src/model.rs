@@ -61,6 +61,10 @@ pub struct ScenarioRun {
     /// from before it was recorded.
     #[serde(default)]
     pub accel: String,
+    /// The watchdog timeout the sched_ext schedulers ran with (`--watchdog-ms`), ms; none:
+    /// the kernel's default (30 s).
+    #[serde(default)]
+    pub watchdog_ms: Option<u32>,
     pub scheds: Vec<String>,
     /// Command line and version of each scheduler in `scheds`.
     #[serde(default)]

@@ -30,6 +30,8 @@ pub struct Cell {
     /// Per metric: (median, min, max) over the successful runs.
     pub stats: BTreeMap<String, (f64, f64, f64)>,
     pub n: usize,
+    /// Runs reported, successful or not.
+    pub runs: usize,
     pub bpf: Option<f64>,
     /// scx_mosaic's own runnable-wait max and p99 (µs), medians over the successful runs
     /// (None for schedulers that keep no such counters).
@@ -43,6 +45,20 @@ impl Cell {
     pub fn headline(&self, sc: &Scenario) -> Option<(f64, f64, f64)> {
         self.stats.get(sc.headline().0).copied()
     }
+}
+
+/// How many runs of each sched_ext scheduler in `cs` ended without an ejection or error under
+/// a watchdog of `ms` (`mosaic-bench run --watchdog-ms`).
+fn survival_line(ms: u32, cs: &[Cell]) -> String {
+    let each: Vec<String> = cs
+        .iter()
+        .filter(|c| c.sched != "eevdf")
+        .map(|c| format!("{} {} of {}", c.sched, c.n, c.runs))
+        .collect();
+    format!(
+        "Runs that ended without an ejection or error under the {ms} ms watchdog: {}.",
+        each.join(", ")
+    )
 }
 
 /// The cells of `run`, in its scheduler order.
@@ -78,6 +94,7 @@ pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
                 sched: name.clone(),
                 stats,
                 n: ok.len(),
+                runs: samples.len(),
                 bpf: median(&bpf),
                 wait_max: median(&wmax),
                 wait_p99: median(&wp99),
@@ -401,17 +418,23 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             writeln!(o, "### {} on `{topo}`: {}\n", sc.name, sc.title)?;
             writeln!(
                 o,
-                "`{}` — {} interleaved rounds, {}, kernel {}, boot of {:.0} s.{}\n",
+                "`{}` — {} interleaved rounds, {}, kernel {}{}, boot of {:.0} s.{}\n",
                 r.command,
                 r.rounds,
                 r.date,
                 r.kernel,
+                r.watchdog_ms
+                    .map(|ms| format!(", watchdog {ms} ms (SCX_TIMEOUT_MS)"))
+                    .unwrap_or_default(),
                 r.duration_s,
                 r.error
                     .as_ref()
                     .map(|e| format!(" **Run error: {e}**"))
                     .unwrap_or_default()
             )?;
+            if let Some(ms) = r.watchdog_ms {
+                writeln!(o, "{}\n", survival_line(ms, cs))?;
+            }
             let (hm, hunit, hhi) = sc.headline();
             let others: Vec<_> = sc.metrics.iter().skip(1).collect();
             write!(
@@ -798,6 +821,41 @@ mod tests {
             "{text}"
         );
         assert!(dir.path().join("bench/hackbench-1llc.svg").exists());
+    }
+
+    #[test]
+    fn a_watchdog_run_counts_the_runs_each_scheduler_survived() {
+        let mut run = ScenarioRun {
+            scenario: "hackbench".into(),
+            topo: "2llc-smt".into(),
+            kernel: "7.3.4".into(),
+            accel: "tcg".into(),
+            watchdog_ms: Some(2000),
+            rounds: 3,
+            scheds: vec!["mosaic".into(), "p2dq".into()],
+            ..Default::default()
+        };
+        for r in 1..=3 {
+            let fail = (r == 3).then_some("ejected: runnable task stall");
+            run.samples.push(sample("mosaic", r, 5.0, fail));
+            run.samples.push(sample("p2dq", r, 6.0, None));
+        }
+        let suite = Suite {
+            runs: vec![run],
+            skipped: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let md = dir.path().join("b.md");
+        write_report(&suite, &md, &dir.path().join("bench"), "mosaic-bench run").unwrap();
+        let text = std::fs::read_to_string(&md).unwrap();
+        assert!(
+            text.contains(", watchdog 2000 ms (SCX_TIMEOUT_MS),"),
+            "{text}"
+        );
+        assert!(
+            text.contains("under the 2000 ms watchdog: mosaic 2 of 3, p2dq 3 of 3."),
+            "{text}"
+        );
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct Env {
     pub accel: String,
     /// Version of each scheduler by label (all but the kernel's default).
     pub versions: BTreeMap<String, String>,
+    /// The kernel's watchdog timeout for the sched_ext schedulers (SCX_TIMEOUT_MS), if not
+    /// the kernel's default.
+    pub watchdog_ms: Option<u32>,
 }
 
 /// Quote `s` for a POSIX shell.
@@ -38,6 +41,21 @@ pub fn sh_quote(s: &str) -> String {
         return s.to_string();
     }
     format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The guest's shell command for `args` (run.sh and its arguments), with the watchdog timeout
+/// `watchdog_ms` (SCX_TIMEOUT_MS, which every scheduler run by run.sh inherits) if given.
+fn guest_command(args: &[String], watchdog_ms: Option<u32>) -> String {
+    let watchdog = watchdog_ms
+        .map(|ms| format!("SCX_TIMEOUT_MS={ms} "))
+        .unwrap_or_default();
+    format!(
+        "{watchdog}BENCH_DIR=/mosaic/guest/bench {}",
+        args.iter()
+            .map(|a| sh_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
 }
 
 /// Rough seconds to load and unload a scheduler under TCG (for the VM timeout).
@@ -91,6 +109,7 @@ pub fn run_scenario(
         rounds,
         mosaic_build: env.mosaic_build.clone(),
         accel: env.accel.clone(),
+        watchdog_ms: env.watchdog_ms,
         scheds: scheds.iter().map(|s| s.label.to_string()).collect(),
         sched_info: scheds
             .iter()
@@ -120,16 +139,13 @@ pub fn run_scenario(
             .args(&args)
             .env("PATH", path)
             .env("BENCH_DIR", dir);
+        if let Some(ms) = env.watchdog_ms {
+            c.env("SCX_TIMEOUT_MS", ms.to_string());
+        }
         c
     } else {
         args[1] = "/mosaic/guest/bench/run.sh".into();
-        let guest = format!(
-            "BENCH_DIR=/mosaic/guest/bench {}",
-            args.iter()
-                .map(|a| sh_quote(a))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+        let guest = guest_command(&args, env.watchdog_ms);
         let mut c = Command::new(env.repo.join("vm/run"));
         c.args(["--topo", topo, "--timeout", &timeout.to_string()]);
         for (h, g) in &env.adds {
@@ -333,6 +349,28 @@ pub fn check_host() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_watchdog_timeout_reaches_the_guests_schedulers() {
+        let args = [
+            "sh",
+            "/mosaic/guest/bench/run.sh",
+            "3",
+            "hackbench -l 1",
+            "p2dq=scx_p2dq",
+        ]
+        .map(String::from);
+        let plain = guest_command(&args, None);
+        assert_eq!(
+            plain,
+            "BENCH_DIR=/mosaic/guest/bench sh /mosaic/guest/bench/run.sh 3 'hackbench -l 1' \
+             p2dq=scx_p2dq"
+        );
+        assert_eq!(
+            guest_command(&args, Some(2000)),
+            format!("SCX_TIMEOUT_MS=2000 {plain}")
+        );
+    }
 
     #[test]
     fn meta_lines_become_samples() {
