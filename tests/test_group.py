@@ -26,7 +26,7 @@ def test_groups_settle_into_distinct_partitions_and_stay_there():
     assert sorted(groups) == ["a", "b"], groups
     a, b = groups["a"], groups["b"]
     assert a["settles"] >= 1 and b["settles"] >= 1, summary
-    # both settled while they ran (the monitor saw it), into distinct partitions (at the
+    # both settled while they ran (its live stats saw it), into distinct partitions (at the
     # end one may already have moved on: once the other's threads exit, an emptier
     # partition can draw it, as the seed's try_to_settle allows)
     parts = re.findall(r"(a|b) -> p(\d+)", g["polled_parts_on"])

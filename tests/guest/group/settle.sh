@@ -10,7 +10,7 @@ CG=/sys/fs/cgroup
 mkdir -p $CG/gb/a $CG/gb/b
 for mode in on off; do
     flags=""; [ $mode = on ] || flags=--no-group-balancer
-    start_mosaic --gb-parent gb $flags --stats 0 --stats-file /tmp/$mode.json || exit 1
+    start_mosaic --gb-parent gb $flags --stats 0.5 --stats-file /tmp/$mode.json || exit 1
     pids=""
     for g in a b; do
         cpus=0,1,4,5; [ $g = a ] || cpus=2,3,6,7
@@ -22,16 +22,20 @@ for mode in on off; do
     for p in $pids; do taskset -a -p -c 0-7 $p >/dev/null; done
     for i in 1 2 3 4 5; do mkdir $CG/gb/churn$i; sleep 0.2; done
     # the balancer settles one group per period: stop userspace only once a and b both
-    # have (a stop in between would hold one settled group amid an unsettled one); the
-    # monitor's last round says where each is while both run
+    # have (a stop in between would hold one settled group amid an unsettled one). Where
+    # each is while both run: the scheduler's own live lines (--stats 0.5), read every half
+    # second for up to 6 s. (A `scx_mosaic --monitor` client started under this load took
+    # over 2 s to print its first line under TCG; polls that late saw the end of the run,
+    # when one group's threads had exited and the other could move into its partition.)
     n=0
-    while [ $mode = on ] && [ $n -lt 4 ]; do
+    while [ $mode = on ] && [ $n -lt 12 ]; do
         n=$((n + 1))
-        timeout 2 scx_mosaic --monitor 0.5 >/tmp/mon 2>&1
-        [ "$(grep -oE '\| (a|b) -> p' /tmp/mon | sort -u | wc -l)" = 2 ] && break
+        sleep 0.5
+        grep -oE '\| (a|b) -> p[0-9]+' $MOSAIC_LOG | tail -n 2 >/tmp/polled
+        [ "$(grep -oE '(a|b) ->' /tmp/polled | sort -u | wc -l)" = 2 ] && break
     done
     report settle_polls_$mode $n
-    report polled_parts_$mode "$(grep -oE '\| (a|b) -> p[0-9]+' /tmp/mon | tail -n 2 | tr -d '|' | tr '\n' ' ')"
+    report polled_parts_$mode "$(tr -d '|' </tmp/polled 2>/dev/null | tr '\n' ' ')"
     kill -STOP $MOSAIC_PID; sleep 2; report state_stopped_$mode "$(cat $SCX/state)"
     kill -CONT $MOSAIC_PID
     for i in 1 2 3 4 5; do rmdir $CG/gb/churn$i; sleep 0.2; done
