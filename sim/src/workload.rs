@@ -63,7 +63,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
     ("rr", "request/response (netperf RR-like): clients=N(cpus),loops=2000,think=0,server_ns=3000"),
-    ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0"),
+    ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -177,6 +177,8 @@ impl Wl for Hackbench {
                 ws_bytes: self.ws,
                 mm_switch: !self.threads,
                 memory_bound: false,
+                ws_shared: false,
+                shared_lines_per_ns: 0.0,
             })
             .collect()
     }
@@ -461,11 +463,29 @@ impl Wl for Rr {
 
 // ---------------------------------------------------------------- memory groups
 
+/// sysbench memory, one event (sb_memory.c, defaults: --memory-block-size=1K,
+/// --memory-scope=global, --memory-oper=write, seq): memory_next_event takes
+/// the process-wide mutex to add to total_ops/total_bytes, then
+/// memory_execute_event writes the one 1 KiB buffer all threads share.
+/// CPU time of an event with every line already in the core's cache: 256
+/// 4-byte stores at about one a cycle (~100 ns at 2.5 GHz) plus an
+/// uncontended mutex lock/unlock and the counter update (~50 ns).
+const SYSBENCH_EVENT_NS: f64 = 150.0;
+/// Line transfers per event whose last writer is another thread of the
+/// group: the mutex's line and the counters' line, taken one after the other
+/// (2), plus the buffer's 16 lines, whose ownership requests a core overlaps
+/// (cost.rs refill_mlp: 8 outstanding misses) → 2 + 16 / 8.
+const SYSBENCH_SHARED_LINES_PER_EVENT: f64 = 4.0;
+
 /// sysbench memory-like: G cgroups × T threads, each thread runs work_ms of
 /// memory-bound work in 1 ms chunks, sleeping sleep_us between chunks
 /// (default 0: back to back). Tasks
 /// of groups sharing an LLC slow each other down when their working sets
-/// exceed the LLC (engine: memory_bound).
+/// exceed the LLC (engine: memory_bound). With shared=1 a group's threads
+/// share one working set (counted once per LLC) and write the same lines
+/// (sysbench's global scope): each event takes those lines over from a
+/// group-mate, at the transfer latency of where the mates run
+/// (engine: shared_lines_per_ns).
 pub struct MemGroups {
     left: Vec<u64>,
     sleep_ns: u64,
@@ -475,6 +495,7 @@ pub struct MemGroups {
     groups: usize,
     threads: usize,
     ws: u64,
+    shared: bool,
 }
 
 impl MemGroups {
@@ -489,6 +510,7 @@ impl MemGroups {
             groups,
             threads,
             ws: o.get("ws_kb", 4096) << 10,
+            shared: o.get("shared", 0) != 0,
         }
     }
 }
@@ -514,6 +536,12 @@ impl Wl for MemGroups {
                 ws_bytes: self.ws,
                 mm_switch: false,
                 memory_bound: true,
+                ws_shared: self.shared,
+                shared_lines_per_ns: if self.shared {
+                    SYSBENCH_SHARED_LINES_PER_EVENT / SYSBENCH_EVENT_NS
+                } else {
+                    0.0
+                },
             })
             .collect()
     }
@@ -533,7 +561,7 @@ impl Wl for MemGroups {
         false
     }
     fn metrics(&self, _end: u64) -> Value {
-        json!({"groups": self.groups, "threads": self.threads})
+        json!({"groups": self.groups, "threads": self.threads, "shared": self.shared})
     }
 }
 

@@ -231,6 +231,55 @@ fn group_balancer_settles_groups_into_partitions_seed_004() {
     assert!(excl(&off) < 0.6, "{}", excl(&off));
 }
 
+#[test]
+fn settled_groups_share_lines_inside_their_cluster_seed_004() {
+    // seed 004's machine (8 clusters of 16) and sysbench's shared buffer:
+    // a group kept in one cluster takes its lines over at the in-cluster
+    // latency, a group spread over the clusters mostly from other clusters
+    let args = [
+        "--machine",
+        "arm64-128-cl",
+        "--workload",
+        "memgroups:groups=8,threads=8,work_ms=40,sleep_us=200,interleave=1,ws_kb=1,shared=1",
+        "--sched-arg=--gb-parent=sim",
+        "--sched-arg=--gb-partitions=0-15;16-31;32-47;48-63;64-79;80-95;96-111;112-127",
+        "--sched-arg=--gb-period-ms=10",
+    ];
+    let (on, off) = ab("gb-cl", &args, "--sched-arg=--no-group-balancer");
+    let t = |j: &Value| j["completion_time_s"].as_f64().unwrap();
+    let excl = |j: &Value| j["group_balancer"]["mean_exclusivity"].as_f64().unwrap();
+    assert!(
+        excl(&on) > 0.8 && excl(&off) < 0.5,
+        "{} {}",
+        excl(&on),
+        excl(&off)
+    );
+    assert!(
+        t(&on) < 0.9 * t(&off),
+        "settled {:.4} s, spread {:.4} s",
+        t(&on),
+        t(&off)
+    );
+    // without the shared lines the placement changes nothing but migrations
+    let private: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if a.starts_with("memgroups") {
+                "memgroups:groups=8,threads=8,work_ms=40,sleep_us=200,interleave=1,ws_kb=1"
+            } else {
+                a
+            }
+        })
+        .collect();
+    let (on_p, off_p) = ab("gb-cl-private", &private, "--sched-arg=--no-group-balancer");
+    assert!(
+        (t(&on_p) - t(&off_p)).abs() < 0.05 * t(&off_p),
+        "settled {:.4} s, spread {:.4} s",
+        t(&on_p),
+        t(&off_p)
+    );
+}
+
 /// Work per callback (kfunc calls + loop iterations, `bpf_work`) of @workload on @machine.
 fn work_per_callback(machine: &str, workload: &str) -> f64 {
     let (ok, j) = sim("work", &["--machine", machine, "--workload", workload]);
