@@ -62,7 +62,7 @@ impl Opts {
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
-    ("rr", "request/response (netperf RR-like): clients=N(cpus),loops=2000,think=0,server_ns=3000"),
+    ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
@@ -354,20 +354,33 @@ impl Wl for PingPong {
 
 // ---------------------------------------------------------------- request/response
 
-/// netperf RR-like: N client/server pairs; a client sends a request (wakes
-/// its server), the server computes and replies (wakes the client); records
-/// transaction latency. Throughput = transactions per second.
+/// netperf RR-like: N client/server pairs; a client sends a request and
+/// waits in recv for the response, the server receives it and replies. A
+/// message lands (wakes its reader) at the end of the sender's step, after
+/// its network-stack work, and each side's step is its recvmsg of the
+/// message that woke it plus its sendmsg of the next (cost.rs: UDP_RR_SIDE_NS).
+/// Throughput counts, like netperf -l, only the window in which every pair
+/// runs: transactions completed before the first client finishes, divided
+/// by that time (`tps`); `tps_to_end` divides all by the run's end.
 pub struct Rr {
     think: u64,
     server_ns: u64,
     client_ns: u64,
     left: Vec<u64>,
+    /// a request / response is waiting to be read
     req: Vec<bool>,
     resp: Vec<bool>,
+    /// task t's current step sends (its message lands when the step ends)
+    sending: Vec<bool>,
     waiting: Vec<bool>,
     sent_at: Vec<u64>,
     lat: Vec<u64>,
+    /// when each transaction completed
+    done_at: Vec<u64>,
+    /// when each client completed its last transaction
+    finished_at: Vec<Option<u64>>,
     in_req: Vec<bool>,
+    stop: Vec<bool>,
 }
 
 impl Rr {
@@ -376,15 +389,19 @@ impl Rr {
         let loops = o.get("loops", 2000);
         Rr {
             think: o.get("think", 0),
-            server_ns: o.get("server_ns", 3000),
-            client_ns: o.get("client_ns", 2500),
+            server_ns: o.get("server_ns", crate::cost::UDP_RR_SIDE_NS),
+            client_ns: o.get("client_ns", crate::cost::UDP_RR_SIDE_NS),
             left: vec![loops; n],
             req: vec![false; n],
             resp: vec![false; n],
+            sending: vec![false; 2 * n],
             waiting: vec![false; 2 * n],
             sent_at: vec![0; n],
             lat: Vec::new(),
+            done_at: Vec::new(),
+            finished_at: vec![None; n],
             in_req: vec![false; n],
+            stop: vec![false; n],
         }
     }
 }
@@ -398,6 +415,18 @@ impl Wl for Rr {
     }
     fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
         let n = self.left.len();
+        // the message sent in the previous step lands now
+        if std::mem::take(&mut self.sending[t]) {
+            let (c, peer) = if t < n { (t, n + t) } else { (t - n, t - n) };
+            if t < n {
+                self.req[c] = true;
+            } else {
+                self.resp[c] = true;
+            }
+            if std::mem::take(&mut self.waiting[peer]) {
+                wakes.push(peer);
+            }
+        }
         if t < n {
             // client
             if self.in_req[t] {
@@ -408,47 +437,41 @@ impl Wl for Rr {
                 self.resp[t] = false;
                 self.in_req[t] = false;
                 self.lat.push(now - self.sent_at[t]);
+                self.done_at.push(now);
                 self.left[t] -= 1;
+                if self.left[t] == 0 {
+                    self.finished_at[t] = Some(now);
+                }
                 if self.think > 0 {
                     return Step::Sleep(self.think);
                 }
             }
             if self.left[t] == 0 {
                 // tell the server to stop
-                self.req[t] = true;
-                if self.waiting[n + t] {
-                    self.waiting[n + t] = false;
+                self.stop[t] = true;
+                if std::mem::take(&mut self.waiting[n + t]) {
                     wakes.push(n + t);
                 }
                 return Step::Exit;
             }
+            // receive the response (if any), send the next request
             self.in_req[t] = true;
             self.sent_at[t] = now;
-            self.req[t] = true;
-            if self.waiting[n + t] {
-                self.waiting[n + t] = false;
-                wakes.push(n + t);
-            }
+            self.sending[t] = true;
             Step::Run(self.client_ns)
         } else {
             let c = t - n;
-            if !self.req[c] {
-                if self.left[c] == 0 {
-                    return Step::Exit;
-                }
-                self.waiting[t] = true;
-                return Step::Block;
+            if self.req[c] {
+                // receive the request, send the response
+                self.req[c] = false;
+                self.sending[t] = true;
+                return Step::Run(self.server_ns);
             }
-            self.req[c] = false;
-            if self.left[c] == 0 && !self.in_req[c] {
+            if self.stop[c] {
                 return Step::Exit;
             }
-            self.resp[c] = true;
-            if self.waiting[c] {
-                self.waiting[c] = false;
-                wakes.push(c);
-            }
-            Step::Run(self.server_ns)
+            self.waiting[t] = true;
+            Step::Block
         }
     }
     fn done(&self) -> bool {
@@ -456,7 +479,18 @@ impl Wl for Rr {
     }
     fn metrics(&self, end: u64) -> Value {
         let tx = self.lat.len() as f64;
-        json!({"transactions": self.lat.len(), "tps": tx / (end as f64 / 1e9),
+        let window = self
+            .finished_at
+            .iter()
+            .flatten()
+            .min()
+            .copied()
+            .unwrap_or(end);
+        let in_window = self.done_at.iter().filter(|&&d| d <= window).count();
+        json!({"transactions": self.lat.len(),
+               "tps": in_window as f64 / (window.max(1) as f64 / 1e9),
+               "tps_to_end": tx / (end as f64 / 1e9),
+               "window_s": window as f64 / 1e9,
                "latency_ns": crate::engine::percentiles(&self.lat)})
     }
 }

@@ -280,6 +280,34 @@ fn settled_groups_share_lines_inside_their_cluster_seed_004() {
     );
 }
 
+#[test]
+fn a_request_response_transaction_pays_both_sides_and_two_wakeups() {
+    // 2 pairs on 4 CPUs: nothing queues; a message lands when its sender's
+    // network-stack step ends, so each transaction's latency covers both
+    // sides' steps and each message wakes its blocked reader
+    let (ok, j) = sim(
+        "rr-pair",
+        &["--machine", "1llc", "--workload", "rr:clients=2,loops=100"],
+    );
+    assert!(ok, "{}", j["exit"]);
+    let w = &j["workload"];
+    assert_eq!(w["transactions"], 200);
+    let side = mosaic_sim::cost::UDP_RR_SIDE_NS;
+    let p50 = w["latency_ns"]["p50"].as_u64().unwrap();
+    assert!(p50 >= 2 * side, "p50 {p50} ns < 2 x {side} ns");
+    let wakeups: u64 = ["local", "queued_ipi", "remote_lock"]
+        .iter()
+        .map(|k| j["wakeups"][k].as_u64().unwrap())
+        .sum();
+    assert!(wakeups >= 400, "{wakeups} wakeups for 200 transactions");
+    // every pair runs the whole window, so the window's rate is the run's
+    let (tps, to_end) = (
+        w["tps"].as_f64().unwrap(),
+        w["tps_to_end"].as_f64().unwrap(),
+    );
+    assert!((tps - to_end).abs() < 0.05 * to_end, "{tps} vs {to_end}");
+}
+
 /// Work per callback (kfunc calls + loop iterations, `bpf_work`) of @workload on @machine.
 fn work_per_callback(machine: &str, workload: &str) -> f64 {
     let (ok, j) = sim("work", &["--machine", machine, "--workload", workload]);
