@@ -62,7 +62,7 @@ impl Opts {
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
-    ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs)"),
+    ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
@@ -362,8 +362,11 @@ impl Wl for PingPong {
 /// Throughput counts, like netperf -l, only the window in which every pair
 /// runs: transactions completed before the first client finishes, divided
 /// by that time (`tps`); `tps_to_end` divides all by the run's end.
+/// Loopback wakes the reader with WF_SYNC (sock_def_readable); sync=0 models
+/// peers on other hosts, whose messages arrive from the network.
 pub struct Rr {
     think: u64,
+    sync: bool,
     server_ns: u64,
     client_ns: u64,
     left: Vec<u64>,
@@ -389,6 +392,7 @@ impl Rr {
         let loops = o.get("loops", 2000);
         Rr {
             think: o.get("think", 0),
+            sync: o.get("sync", 1) != 0,
             server_ns: o.get("server_ns", crate::cost::UDP_RR_SIDE_NS),
             client_ns: o.get("client_ns", crate::cost::UDP_RR_SIDE_NS),
             left: vec![loops; n],
@@ -492,6 +496,9 @@ impl Wl for Rr {
                "tps_to_end": tx / (end as f64 / 1e9),
                "window_s": window as f64 / 1e9,
                "latency_ns": crate::engine::percentiles(&self.lat)})
+    }
+    fn wakes_sync(&self) -> bool {
+        self.sync
     }
 }
 

@@ -502,8 +502,9 @@ fn pick_next(e: &mut Engine, cpu: usize) {
 pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
     let mut wakes = Vec::new();
     let step = e.wl.step(t, e.now, &mut wakes);
+    let sync = e.wl.wakes_sync();
     for w in wakes {
-        wake(e, w, cpu, true);
+        wake(e, w, cpu, sync);
     }
     match step {
         Step::Run(ns) => {

@@ -68,6 +68,11 @@ pub trait Wl {
     fn first_cpu(&self) -> usize {
         0
     }
+    /// Whether a task's wakeups are sync (WF_SYNC: the waker is about to
+    /// block, as a pipe or a local socket write wakes its reader).
+    fn wakes_sync(&self) -> bool {
+        true
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
