@@ -17,6 +17,20 @@
 //!   parallelism of a core (≈ 8 outstanding misses).
 use serde::Serialize;
 
+/// netperf UDP_RR on loopback, one side's CPU time per transaction on a
+/// reference core: its recvmsg of the message that woke it and its sendmsg
+/// of the next (the kernel's UDP/IP and loopback path, softirq included);
+/// client and server do the same calls, so the same cost.
+/// From seed 000's Skylake row (128 netperf on 36 saturated CPUs, 15,699 tps
+/// each, so 36 / (128 x 15,699) = 17.9 us of CPU per transaction), less the
+/// simulator's own scheduling charges per transaction there (8.3 us: two
+/// context switches, wakeups, locks, BPF, refills; measured with
+/// --no-shared-runq), at Skylake's speed 0.7 and SMT rate 0.62:
+/// (17.9 - 8.3) x 0.7 x 0.62 = 4.2 us per transaction, half per side.
+/// (The 7950X's row gives 0.6 us and Milan's, run at 700 MHz, 5.6 us: the
+/// model's fixed-ns scheduling charges do not scale with the clock.)
+pub const UDP_RR_SIDE_NS: u64 = 2100;
+
 /// How far apart two CPUs are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Dist {
@@ -70,7 +84,14 @@ impl Default for Costs {
             ttwu_queue_ns: 150.0,
             bpf_call_ns: 60.0,
             bpf_work_ns: 10.0,
+            // seed 000's lock_stat on Skylake: shard holdtime-avg 0.32 us, the
+            // same with 3 shards and with one of all 36 CPUs, 0.34 with smaller:
+            // the hold does not grow with the CPUs hammering a shard; the
+            // handoff's line transfer from the last holder is added per
+            // acquisition (engine/locks.rs), waiting is queued
             dsq_lock_hold_ns: 300.0,
+            // the part of rq->__lock a remote waker or puller holds (the
+            // seed's 5 us holdtime-avg is the whole __schedule)
             rq_lock_hold_ns: 500.0,
             refill_mlp: 8.0,
             line_bytes: 64.0,

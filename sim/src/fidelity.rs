@@ -63,49 +63,49 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "not explained yet. On 1llc and 2node the simulator finds an idle CPU at half the VM's rate: its hackbench keeps CPUs busier between messages (suspect: TCG's idle vCPUs, waiting for a turn of the host thread, stay idle longer than the model's).",
+        why: "not explained yet. Under hackbench the simulator finds an idle CPU at 0.5-0.7x the VM's rate on every preset (1llc 0.07 against 0.14, 2node 0.04 against 0.07), and under messaging on 1llc and 2node: its hackbench keeps CPUs busier between messages (suspect: TCG's idle vCPUs, waiting for a turn of the host thread, stay idle longer than the model's).",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
         num: &["insert_queued"],
         den: &[&["direct_dispatches", "insert_queued"]],
-        why: "not explained yet: off in both directions (2llc-smt 0.58 against 0.07; 2node 0.01 against 0.22). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified).",
+        why: "pipe: the VM ran a scheduler without the sync-pair rule (see above), whose pair handed each wakeup to the other CPU; the simulator's pair shares one CPU (0.000 against 0.998). Otherwise not explained yet: off in both directions (2llc-smt messaging 0.46 against 0.10; 1llc messaging 0.00 against 0.26). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified).",
     },
     Ratio {
         name: "sibling-shard pulls / pulls inside the LLC",
         num: &["shard_pulls_sibling", "shard_pulls_older"],
         den: &[SHARD_PULLS],
-        why: "not explained yet: 2llc-smt takes half the VM's share from sibling shards.",
+        why: "not explained yet: 2llc-smt takes 0.4-0.6x the VM's share from sibling shards.",
     },
     Ratio {
         name: "steals / placements",
         num: STEALS,
         den: &[PLACEMENTS],
-        why: "2llc-smt messaging only (0.024 against 0.013, one run of 0.018): within the VM's spread of other presets; not explained.",
+        why: "2llc-smt messaging only (0.032 against 0.013; 2node's VM runs spread 0.013-0.042); not explained.",
     },
     Ratio {
         name: "steal hits / steal scans",
         num: &["steal_hits"],
         den: &[&["steal_scans"]],
-        why: "2llc-smt only (2node agrees): the simulator's scans mostly find the other LLC's shard empty (5 % hits against 88 %); not explained yet.",
+        why: "2llc-smt (27-29 % hits against 87-89 %) and 2node (56-69 % against 93 %): the simulator's scans often find the other LLC's shard empty; not explained yet.",
     },
     Ratio {
         name: "migrations / placements",
         num: &["migrations"],
         den: &[PLACEMENTS],
-        why: "2node hackbench 0.48 against 0.39 and 1llc hackbench 0.43 against 0.54, opposite directions; not explained yet.",
+        why: "2node only (hackbench 0.49 against 0.39, messaging 0.46 against 0.37); not explained yet.",
     },
     Ratio {
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "not explained yet: the simulator dispatches empty less on 1llc and 2node and more on 2llc-smt.",
+        why: "pipe: the VM's pair (without the sync-pair rule) left a CPU empty at every switch; the simulator's pair shares one CPU and never dispatches empty (0.000 against 1.000). Otherwise not explained yet: the simulator dispatches empty less on 1llc, on 2node messaging and on l2-8 hackbench, and more under messaging on 2llc-smt and l2-8.",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
         num: &["prev_refilled"],
         den: &[PLACEMENTS],
-        why: "single-threaded TCG: a vCPU waiting for its turn of the host thread (up to 100 ms) keeps its task running in guest time, so slices run out with nothing queued; the model charges hardware-like microseconds per syscall and its tasks block long before a 5 ms slice ends. A TCG cost profile would be the fix; there is none yet.",
+        why: "single-threaded TCG: a vCPU waiting for its turn of the host thread (up to 100 ms) keeps its task running in guest time, so slices run out with nothing queued; the model charges hardware-like microseconds per syscall and its tasks block long before a slice ends. A TCG cost profile would be the fix; there is none yet.",
     },
     Ratio {
         name: "time overloaded / workload time",
@@ -275,6 +275,18 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
         "{agreeing} of {cells} cells agree (– : the ratio's denominator was zero, nothing to \
          compare).\n"
     )?;
+    let vm_commit = vm["commit"].as_str().unwrap_or("");
+    let since = scheduler_commits_since(vm_commit);
+    if !since.is_empty() {
+        writeln!(
+            md,
+            "The VM counters were recorded at {vm_commit}; the scheduler changed since ({}: \
+             `git log {vm_commit}..HEAD -- scheduler/src`), and the simulator runs the current BPF, \
+             so a ratio those commits moved compares two schedulers until `make sim-vm-counters` is \
+             re-run.\n",
+            since.join(", ")
+        )?;
+    }
     for r in RATIOS.iter().filter(|r| off_rows.contains(r.name)) {
         let why = if r.why.is_empty() {
             "not explained yet"
@@ -284,6 +296,30 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
         writeln!(md, "- **{}** is off somewhere: {why}", r.name)?;
     }
     Ok(())
+}
+
+/// Commits that changed scheduler/src since @commit (short hashes, newest
+/// first); none if git or the commit is not at hand.
+fn scheduler_commits_since(commit: &str) -> Vec<String> {
+    if commit.is_empty() || !commit.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Vec::new();
+    }
+    let out = std::process::Command::new("git")
+        .args([
+            "log",
+            "--format=%h",
+            &format!("{commit}..HEAD"),
+            "--",
+            "scheduler/src",
+        ])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]

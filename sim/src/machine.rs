@@ -141,6 +141,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "arm64-128",
         "128-core ARM64 server (Altra-like): 1 node, per-core L2, one system-level cache",
     ),
+    (
+        "arm64-128-cl",
+        "128-core ARM64 as seed 004 ran it: 8 clusters of 16 cores, each sharing a cluster cache (its LLC, 16 MiB), 1 node",
+    ),
     ("1llc", "vm/run 1llc: 4 CPUs, 1 LLC, no SMT"),
     (
         "2llc-smt",
@@ -180,6 +184,12 @@ impl Machine {
                 (v, 0.45, mb)
             }
             "arm64-128" => (regular(1, 1, 1, 128, 1, 1, false), 0.8, 32 * mb),
+            // seed 004: "8 partition according to cluster info" on 128 CPUs:
+            // 8 clusters of 16; the cluster's shared cache is the last level
+            // the scheduler sees (a memory-side system cache behind it is not
+            // a CPU cache), 1 MiB per core as ARM servers of 2022; a line
+            // between clusters moves at the cross-LLC latency (cost.rs)
+            "arm64-128-cl" => (regular(1, 1, 8, 16, 1, 1, false), 0.8, 16 * mb),
             "1llc" => (regular(1, 1, 1, 4, 1, 1, false), 1.0, 16 * mb),
             "2llc-smt" => (regular(2, 1, 1, 2, 2, 1, false), 1.0, 16 * mb),
             "2node" => (regular(2, 1, 2, 2, 1, 1, false), 1.0, 16 * mb),

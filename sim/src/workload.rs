@@ -62,8 +62,8 @@ impl Opts {
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
-    ("rr", "request/response (netperf RR-like): clients=N(cpus),loops=2000,think=0,server_ns=3000"),
-    ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0"),
+    ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts)"),
+    ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -177,6 +177,8 @@ impl Wl for Hackbench {
                 ws_bytes: self.ws,
                 mm_switch: !self.threads,
                 memory_bound: false,
+                ws_shared: false,
+                shared_lines_per_ns: 0.0,
             })
             .collect()
     }
@@ -352,20 +354,36 @@ impl Wl for PingPong {
 
 // ---------------------------------------------------------------- request/response
 
-/// netperf RR-like: N client/server pairs; a client sends a request (wakes
-/// its server), the server computes and replies (wakes the client); records
-/// transaction latency. Throughput = transactions per second.
+/// netperf RR-like: N client/server pairs; a client sends a request and
+/// waits in recv for the response, the server receives it and replies. A
+/// message lands (wakes its reader) at the end of the sender's step, after
+/// its network-stack work, and each side's step is its recvmsg of the
+/// message that woke it plus its sendmsg of the next (cost.rs: UDP_RR_SIDE_NS).
+/// Throughput counts, like netperf -l, only the window in which every pair
+/// runs: transactions completed before the first client finishes, divided
+/// by that time (`tps`); `tps_to_end` divides all by the run's end.
+/// Loopback wakes the reader with WF_SYNC (sock_def_readable); sync=0 models
+/// peers on other hosts, whose messages arrive from the network.
 pub struct Rr {
     think: u64,
+    sync: bool,
     server_ns: u64,
     client_ns: u64,
     left: Vec<u64>,
+    /// a request / response is waiting to be read
     req: Vec<bool>,
     resp: Vec<bool>,
+    /// task t's current step sends (its message lands when the step ends)
+    sending: Vec<bool>,
     waiting: Vec<bool>,
     sent_at: Vec<u64>,
     lat: Vec<u64>,
+    /// when each transaction completed
+    done_at: Vec<u64>,
+    /// when each client completed its last transaction
+    finished_at: Vec<Option<u64>>,
     in_req: Vec<bool>,
+    stop: Vec<bool>,
 }
 
 impl Rr {
@@ -374,15 +392,20 @@ impl Rr {
         let loops = o.get("loops", 2000);
         Rr {
             think: o.get("think", 0),
-            server_ns: o.get("server_ns", 3000),
-            client_ns: o.get("client_ns", 2500),
+            sync: o.get("sync", 1) != 0,
+            server_ns: o.get("server_ns", crate::cost::UDP_RR_SIDE_NS),
+            client_ns: o.get("client_ns", crate::cost::UDP_RR_SIDE_NS),
             left: vec![loops; n],
             req: vec![false; n],
             resp: vec![false; n],
+            sending: vec![false; 2 * n],
             waiting: vec![false; 2 * n],
             sent_at: vec![0; n],
             lat: Vec::new(),
+            done_at: Vec::new(),
+            finished_at: vec![None; n],
             in_req: vec![false; n],
+            stop: vec![false; n],
         }
     }
 }
@@ -396,6 +419,18 @@ impl Wl for Rr {
     }
     fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
         let n = self.left.len();
+        // the message sent in the previous step lands now
+        if std::mem::take(&mut self.sending[t]) {
+            let (c, peer) = if t < n { (t, n + t) } else { (t - n, t - n) };
+            if t < n {
+                self.req[c] = true;
+            } else {
+                self.resp[c] = true;
+            }
+            if std::mem::take(&mut self.waiting[peer]) {
+                wakes.push(peer);
+            }
+        }
         if t < n {
             // client
             if self.in_req[t] {
@@ -406,47 +441,41 @@ impl Wl for Rr {
                 self.resp[t] = false;
                 self.in_req[t] = false;
                 self.lat.push(now - self.sent_at[t]);
+                self.done_at.push(now);
                 self.left[t] -= 1;
+                if self.left[t] == 0 {
+                    self.finished_at[t] = Some(now);
+                }
                 if self.think > 0 {
                     return Step::Sleep(self.think);
                 }
             }
             if self.left[t] == 0 {
                 // tell the server to stop
-                self.req[t] = true;
-                if self.waiting[n + t] {
-                    self.waiting[n + t] = false;
+                self.stop[t] = true;
+                if std::mem::take(&mut self.waiting[n + t]) {
                     wakes.push(n + t);
                 }
                 return Step::Exit;
             }
+            // receive the response (if any), send the next request
             self.in_req[t] = true;
             self.sent_at[t] = now;
-            self.req[t] = true;
-            if self.waiting[n + t] {
-                self.waiting[n + t] = false;
-                wakes.push(n + t);
-            }
+            self.sending[t] = true;
             Step::Run(self.client_ns)
         } else {
             let c = t - n;
-            if !self.req[c] {
-                if self.left[c] == 0 {
-                    return Step::Exit;
-                }
-                self.waiting[t] = true;
-                return Step::Block;
+            if self.req[c] {
+                // receive the request, send the response
+                self.req[c] = false;
+                self.sending[t] = true;
+                return Step::Run(self.server_ns);
             }
-            self.req[c] = false;
-            if self.left[c] == 0 && !self.in_req[c] {
+            if self.stop[c] {
                 return Step::Exit;
             }
-            self.resp[c] = true;
-            if self.waiting[c] {
-                self.waiting[c] = false;
-                wakes.push(c);
-            }
-            Step::Run(self.server_ns)
+            self.waiting[t] = true;
+            Step::Block
         }
     }
     fn done(&self) -> bool {
@@ -454,18 +483,50 @@ impl Wl for Rr {
     }
     fn metrics(&self, end: u64) -> Value {
         let tx = self.lat.len() as f64;
-        json!({"transactions": self.lat.len(), "tps": tx / (end as f64 / 1e9),
+        let window = self
+            .finished_at
+            .iter()
+            .flatten()
+            .min()
+            .copied()
+            .unwrap_or(end);
+        let in_window = self.done_at.iter().filter(|&&d| d <= window).count();
+        json!({"transactions": self.lat.len(),
+               "tps": in_window as f64 / (window.max(1) as f64 / 1e9),
+               "tps_to_end": tx / (end as f64 / 1e9),
+               "window_s": window as f64 / 1e9,
                "latency_ns": crate::engine::percentiles(&self.lat)})
+    }
+    fn wakes_sync(&self) -> bool {
+        self.sync
     }
 }
 
 // ---------------------------------------------------------------- memory groups
 
+/// sysbench memory, one event (sb_memory.c, defaults: --memory-block-size=1K,
+/// --memory-scope=global, --memory-oper=write, seq): memory_next_event takes
+/// the process-wide mutex to add to total_ops/total_bytes, then
+/// memory_execute_event writes the one 1 KiB buffer all threads share.
+/// CPU time of an event with every line already in the core's cache: 256
+/// 4-byte stores at about one a cycle (~100 ns at 2.5 GHz) plus an
+/// uncontended mutex lock/unlock and the counter update (~50 ns).
+const SYSBENCH_EVENT_NS: f64 = 150.0;
+/// Line transfers per event whose last writer is another thread of the
+/// group: the mutex's line and the counters' line, taken one after the other
+/// (2), plus the buffer's 16 lines, whose ownership requests a core overlaps
+/// (cost.rs refill_mlp: 8 outstanding misses) → 2 + 16 / 8.
+const SYSBENCH_SHARED_LINES_PER_EVENT: f64 = 4.0;
+
 /// sysbench memory-like: G cgroups × T threads, each thread runs work_ms of
 /// memory-bound work in 1 ms chunks, sleeping sleep_us between chunks
 /// (default 0: back to back). Tasks
 /// of groups sharing an LLC slow each other down when their working sets
-/// exceed the LLC (engine: memory_bound).
+/// exceed the LLC (engine: memory_bound). With shared=1 a group's threads
+/// share one working set (counted once per LLC) and write the same lines
+/// (sysbench's global scope): each event takes those lines over from a
+/// group-mate, at the transfer latency of where the mates run
+/// (engine: shared_lines_per_ns).
 pub struct MemGroups {
     left: Vec<u64>,
     sleep_ns: u64,
@@ -475,6 +536,7 @@ pub struct MemGroups {
     groups: usize,
     threads: usize,
     ws: u64,
+    shared: bool,
 }
 
 impl MemGroups {
@@ -489,6 +551,7 @@ impl MemGroups {
             groups,
             threads,
             ws: o.get("ws_kb", 4096) << 10,
+            shared: o.get("shared", 0) != 0,
         }
     }
 }
@@ -514,6 +577,12 @@ impl Wl for MemGroups {
                 ws_bytes: self.ws,
                 mm_switch: false,
                 memory_bound: true,
+                ws_shared: self.shared,
+                shared_lines_per_ns: if self.shared {
+                    SYSBENCH_SHARED_LINES_PER_EVENT / SYSBENCH_EVENT_NS
+                } else {
+                    0.0
+                },
             })
             .collect()
     }
@@ -533,7 +602,7 @@ impl Wl for MemGroups {
         false
     }
     fn metrics(&self, _end: u64) -> Value {
-        json!({"groups": self.groups, "threads": self.threads})
+        json!({"groups": self.groups, "threads": self.threads, "shared": self.shared})
     }
 }
 

@@ -174,7 +174,9 @@ fn overload_gate_skips_most_steal_scans_under_partial_load_seed_003() {
             "--machine",
             "xeon-4s",
             "--workload",
-            "rr:clients=48,loops=100",
+            // the seed's clients send from the network: no WF_SYNC, so each
+            // side idles its CPU between transactions
+            "rr:clients=48,loops=100,sync=0",
         ],
         "--sched-arg=--no-overload-gate",
     );
@@ -229,6 +231,83 @@ fn group_balancer_settles_groups_into_partitions_seed_004() {
         .all(|g| g["partition"].is_null()));
     assert_eq!(counter(&off, "wake_group_part"), 0);
     assert!(excl(&off) < 0.6, "{}", excl(&off));
+}
+
+#[test]
+fn settled_groups_share_lines_inside_their_cluster_seed_004() {
+    // seed 004's machine (8 clusters of 16) and sysbench's shared buffer:
+    // a group kept in one cluster takes its lines over at the in-cluster
+    // latency, a group spread over the clusters mostly from other clusters
+    let args = [
+        "--machine",
+        "arm64-128-cl",
+        "--workload",
+        "memgroups:groups=8,threads=8,work_ms=40,sleep_us=200,interleave=1,ws_kb=1,shared=1",
+        "--sched-arg=--gb-parent=sim",
+        "--sched-arg=--gb-partitions=0-15;16-31;32-47;48-63;64-79;80-95;96-111;112-127",
+        "--sched-arg=--gb-period-ms=10",
+    ];
+    let (on, off) = ab("gb-cl", &args, "--sched-arg=--no-group-balancer");
+    let t = |j: &Value| j["completion_time_s"].as_f64().unwrap();
+    let excl = |j: &Value| j["group_balancer"]["mean_exclusivity"].as_f64().unwrap();
+    assert!(
+        excl(&on) > 0.8 && excl(&off) < 0.5,
+        "{} {}",
+        excl(&on),
+        excl(&off)
+    );
+    assert!(
+        t(&on) < 0.9 * t(&off),
+        "settled {:.4} s, spread {:.4} s",
+        t(&on),
+        t(&off)
+    );
+    // without the shared lines the placement changes nothing but migrations
+    let private: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if a.starts_with("memgroups") {
+                "memgroups:groups=8,threads=8,work_ms=40,sleep_us=200,interleave=1,ws_kb=1"
+            } else {
+                a
+            }
+        })
+        .collect();
+    let (on_p, off_p) = ab("gb-cl-private", &private, "--sched-arg=--no-group-balancer");
+    assert!(
+        (t(&on_p) - t(&off_p)).abs() < 0.05 * t(&off_p),
+        "settled {:.4} s, spread {:.4} s",
+        t(&on_p),
+        t(&off_p)
+    );
+}
+
+#[test]
+fn a_request_response_transaction_pays_both_sides_and_two_wakeups() {
+    // 2 pairs on 4 CPUs: nothing queues; a message lands when its sender's
+    // network-stack step ends, so each transaction's latency covers both
+    // sides' steps and each message wakes its blocked reader
+    let (ok, j) = sim(
+        "rr-pair",
+        &["--machine", "1llc", "--workload", "rr:clients=2,loops=100"],
+    );
+    assert!(ok, "{}", j["exit"]);
+    let w = &j["workload"];
+    assert_eq!(w["transactions"], 200);
+    let side = mosaic_sim::cost::UDP_RR_SIDE_NS;
+    let p50 = w["latency_ns"]["p50"].as_u64().unwrap();
+    assert!(p50 >= 2 * side, "p50 {p50} ns < 2 x {side} ns");
+    let wakeups: u64 = ["local", "queued_ipi", "remote_lock"]
+        .iter()
+        .map(|k| j["wakeups"][k].as_u64().unwrap())
+        .sum();
+    assert!(wakeups >= 400, "{wakeups} wakeups for 200 transactions");
+    // every pair runs the whole window, so the window's rate is the run's
+    let (tps, to_end) = (
+        w["tps"].as_f64().unwrap(),
+        w["tps_to_end"].as_f64().unwrap(),
+    );
+    assert!((tps - to_end).abs() < 0.05 * to_end, "{tps} vs {to_end}");
 }
 
 /// Work per callback (kfunc calls + loop iterations, `bpf_work`) of @workload on @machine.

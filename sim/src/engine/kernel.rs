@@ -108,29 +108,58 @@ pub(super) fn settle_work(e: &mut Engine, cpu: usize) {
     e.cpus[cpu].seg_start = e.now.max(e.cpus[cpu].seg_start);
 }
 
-/// Speed of a task on @cpu now: capacity, SMT sharing, LLC pressure.
+/// Speed of a task on @cpu now: capacity, SMT sharing, LLC pressure, and
+/// the lines it shares with its group's other running tasks.
 fn rate(e: &Engine, cpu: usize, t: usize) -> f64 {
     let cap = e.m.cpu(cpu).capacity as f64 / 1024.0;
     let mut r = e.m.speed * cap;
     if e.m.siblings[cpu].iter().any(|&s| e.cpus[s].curr.is_some()) {
         r *= e.cfg.costs.smt_rate.max(0.05);
     }
-    if e.tasks[t].spec.memory_bound {
+    let spec = &e.tasks[t].spec;
+    if spec.memory_bound {
+        // working sets in this LLC: each running memory-bound task's, a
+        // group's shared one once
         let llc = e.m.cpu(cpu).llc;
-        let ws: u64 = e.m.topo.llcs[llc]
+        let mut groups: Vec<usize> = Vec::new();
+        let mut ws = 0u64;
+        let running = e.m.topo.llcs[llc]
             .iter()
             .filter_map(|&c| e.cpus[c].curr)
-            .filter(|&x| e.tasks[x].spec.memory_bound)
-            .map(|x| e.tasks[x].spec.ws_bytes)
-            .sum::<u64>()
-            + if e.cpus[cpu].curr == Some(t) {
-                0
-            } else {
-                e.tasks[t].spec.ws_bytes
-            };
+            .filter(|&x| x != t);
+        for x in running.chain(std::iter::once(t)) {
+            let s = &e.tasks[x].spec;
+            if !s.memory_bound {
+                continue;
+            }
+            if s.ws_shared {
+                if groups.contains(&s.cgroup) {
+                    continue;
+                }
+                groups.push(s.cgroup);
+            }
+            ws += s.ws_bytes;
+        }
         let over = ws as f64 / e.m.llc_bytes as f64;
         if over > 1.0 {
             r /= 1.0 + e.cfg.costs.llc_interference * (over - 1.0).min(4.0);
+        }
+    }
+    if spec.shared_lines_per_ns > 0.0 {
+        // each shared line comes from the group-mate that wrote it last, any
+        // running one alike: the mean transfer over where they run
+        let (mut sum, mut n) = (0.0, 0u32);
+        for (c, st) in e.cpus.iter().enumerate() {
+            let Some(x) = st.curr else { continue };
+            let o = &e.tasks[x].spec;
+            if c != cpu && x != t && o.cgroup == spec.cgroup && o.shared_lines_per_ns > 0.0 {
+                sum += e.cfg.costs.line(e.m.dist(cpu, c));
+                n += 1;
+            }
+        }
+        if n > 0 {
+            // work w takes w / r computing plus w * lines * latency
+            r /= 1.0 + r * spec.shared_lines_per_ns * sum / n as f64;
         }
     }
     r
@@ -473,8 +502,9 @@ fn pick_next(e: &mut Engine, cpu: usize) {
 pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
     let mut wakes = Vec::new();
     let step = e.wl.step(t, e.now, &mut wakes);
+    let sync = e.wl.wakes_sync();
     for w in wakes {
-        wake(e, w, cpu, true);
+        wake(e, w, cpu, sync);
     }
     match step {
         Step::Run(ns) => {
@@ -538,6 +568,7 @@ mod tests {
     use super::super::state::bit;
     use super::super::tests::{run_until, with_tasks};
     use super::*;
+    use crate::cost::Costs;
     use crate::ffi::task_struct;
 
     /// select_cpu of a scheduler that keeps a task on its previous CPU and
@@ -628,5 +659,61 @@ mod tests {
         flush_kicks(&mut e);
         run_until(&mut e, 5_100_000);
         assert_eq!(e.cpus[0].curr, Some(1), "the kick did not preempt");
+    }
+
+    /// Three tasks of cgroup 1 sharing lines, task 0 placed on CPU 0 and its
+    /// mates on @mates (made current there by hand, as rate() reads it).
+    fn shared_line_rate(machine: &str, mates: &[usize], mate_cgroup: usize) -> (f64, f64) {
+        let mut e = with_tasks(machine, vec![(0, vec![]), (1, vec![]), (2, vec![])]);
+        for (i, t) in e.tasks.iter_mut().enumerate() {
+            t.spec.cgroup = if i == 0 { 1 } else { mate_cgroup };
+            t.spec.shared_lines_per_ns = 0.02;
+        }
+        for (i, &c) in mates.iter().enumerate() {
+            e.cpus[c].curr = Some(i + 1);
+        }
+        (rate(&e, 0, 0), e.m.speed)
+    }
+
+    #[test]
+    fn shared_lines_cost_the_transfer_from_where_the_group_mates_run() {
+        let c = Costs::default();
+        // alone: nothing to take over
+        let (alone, speed) = shared_line_rate("arm64-128-cl", &[], 1);
+        assert_eq!(alone, speed);
+        // both mates in CPU 0's cluster: each line at the in-cluster latency
+        let (near, _) = shared_line_rate("arm64-128-cl", &[1, 2], 1);
+        let want = speed / (1.0 + speed * 0.02 * c.line(Dist::Llc));
+        assert!((near - want).abs() < 1e-9, "{near} vs {want}");
+        // one mate in another cluster: the mean of the two latencies
+        let (mixed, _) = shared_line_rate("arm64-128-cl", &[1, 16], 1);
+        let mean = (c.line(Dist::Llc) + c.line(Dist::Node)) / 2.0;
+        let want = speed / (1.0 + speed * 0.02 * mean);
+        assert!((mixed - want).abs() < 1e-9, "{mixed} vs {want}");
+        assert!(mixed < near);
+        // tasks of another cgroup share nothing with it
+        let (other, _) = shared_line_rate("arm64-128-cl", &[1, 16], 2);
+        assert_eq!(other, speed);
+    }
+
+    #[test]
+    fn a_shared_working_set_fills_an_llc_once() {
+        // 1llc: 16 MiB; four 6 MiB tasks of one cgroup on it
+        let mut e = with_tasks("1llc", (0..4).map(|c| (c, vec![])).collect());
+        for t in e.tasks.iter_mut() {
+            t.spec.cgroup = 1;
+            t.spec.memory_bound = true;
+            t.spec.ws_bytes = 6 << 20;
+        }
+        for c in 1..4 {
+            e.cpus[c].curr = Some(c);
+        }
+        // private: 24 MiB in a 16 MiB LLC, slowed
+        assert!(rate(&e, 0, 0) < e.m.speed);
+        // one buffer of the group: 6 MiB, fits
+        for t in e.tasks.iter_mut() {
+            t.spec.ws_shared = true;
+        }
+        assert_eq!(rate(&e, 0, 0), e.m.speed);
     }
 }

@@ -30,6 +30,15 @@ pub struct TaskSpec {
     pub mm_switch: bool,
     /// Memory-bound: slowed by LLC over-subscription.
     pub memory_bound: bool,
+    /// The task's working set is its cgroup's (threads of one process
+    /// working on one buffer): an LLC holds it once however many of the
+    /// group's tasks run there.
+    pub ws_shared: bool,
+    /// Lines written by every task of its cgroup (a shared lock, counters,
+    /// buffer) that this task takes over from a group-mate, per ns of
+    /// reference work; each costs the line transfer from where the mates run
+    /// (0: none).
+    pub shared_lines_per_ns: f64,
 }
 
 impl TaskSpec {
@@ -42,6 +51,8 @@ impl TaskSpec {
             ws_bytes: ws,
             mm_switch: false,
             memory_bound: false,
+            ws_shared: false,
+            shared_lines_per_ns: 0.0,
         }
     }
 }
@@ -56,6 +67,11 @@ pub trait Wl {
     /// CPU the first task starts on (the others follow, one CPU each).
     fn first_cpu(&self) -> usize {
         0
+    }
+    /// Whether a task's wakeups are sync (WF_SYNC: the waker is about to
+    /// block, as a pipe or a local socket write wakes its reader).
+    fn wakes_sync(&self) -> bool {
+        true
     }
 }
 
