@@ -84,7 +84,7 @@ bench: build
 	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full)
 
 # Survival under a 2 s watchdog (SCX_TIMEOUT_MS=2000): hackbench -g 4 -l 200 with scx_mosaic
-# and scx_p2dq interleaved, 3 rounds on each multi-LLC preset (about 20 min under TCG); the
+# and scx_p2dq interleaved, 3 rounds on each multi-LLC preset (4-6 min under TCG); the
 # report says how many runs of each ended without an ejection. Results in target/bench/watchdog.
 .PHONY: watchdog
 watchdog: build
