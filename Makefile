@@ -70,7 +70,7 @@ sim-report:
 	target/release/mosaic-sim report --out docs/sim-report.md
 
 # scx_mosaic's counters in the VM presets the simulator models -> docs/sim-vm-counters.json,
-# which sim-report puts next to the simulator's (boots 4 VMs: about 20 min under TCG).
+# which sim-report puts next to the simulator's (boots 4 VMs: 3-20 min under TCG, depending on the host).
 .PHONY: sim-vm-counters
 sim-vm-counters: build
 	scripts/sim-vm-counters
