@@ -16,6 +16,10 @@ pub struct Sample {
     pub bpf_ns_per_call: Option<f64>,
     /// struct_ops program calls during the workload.
     pub bpf_calls: Option<f64>,
+    /// Kernel-measured BPF cost: run time of the scheduler's struct_ops programs summed over
+    /// the workload, ms (ns/call times calls: what the scheduler's BPF cost this run).
+    #[serde(default)]
+    pub bpf_ms: Option<f64>,
     /// The sched_ext ops name the kernel reported.
     pub ops: Option<String>,
     /// The kernel's exit reason ("unregistered from user space" when stopped normally).

@@ -33,6 +33,8 @@ pub struct Cell {
     /// Runs reported, successful or not.
     pub runs: usize,
     pub bpf: Option<f64>,
+    /// BPF run time over the workload, ms, median over the successful runs.
+    pub bpf_ms: Option<f64>,
     /// scx_mosaic's own runnable-wait max and p99 (µs), medians over the successful runs
     /// (None for schedulers that keep no such counters).
     pub wait_max: Option<f64>,
@@ -84,6 +86,7 @@ pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
                 })
                 .collect();
             let bpf: Vec<f64> = ok.iter().filter_map(|s| s.bpf_ns_per_call).collect();
+            let bpf_ms: Vec<f64> = ok.iter().filter_map(|s| s.bpf_ms).collect();
             let wmax: Vec<f64> = ok.iter().filter_map(|s| s.wait_max_us).collect();
             let wp99: Vec<f64> = ok.iter().filter_map(|s| s.wait_p99_us).collect();
             let fail = samples
@@ -96,6 +99,7 @@ pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
                 n: ok.len(),
                 runs: samples.len(),
                 bpf: median(&bpf),
+                bpf_ms: median(&bpf_ms),
                 wait_max: median(&wmax),
                 wait_p99: median(&wp99),
                 fail,
@@ -280,7 +284,10 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
     }
     writeln!(o, "\nHow to read: ↓ lower is better, ↑ higher is better; `(×r)` is the median divided by EEVDF's median. \
         BPF ns/call: kernel-measured (`kernel.bpf_stats_enabled=1`) run time per call summed over the \
-        scheduler's struct_ops programs during the workload, median over the rounds. \
+        scheduler's struct_ops programs during the workload, median over the rounds; BPF ms/run (scenario \
+        tables): the same run time summed over the workload, ms, median over the rounds - what the \
+        scheduler's BPF cost the run, however many calls it made (a scheduler that makes more, \
+        cheaper calls shows a lower ns/call for the same or more BPF time). \
         A cell that says FAILED had an ejection or an error in at least one run. \
         Own wait max / p99 µs (scenario tables): scx_mosaic's own runnable-wait statistics from its \
         `--stats-file` (longest wait from wakeup or requeue until running, and the 99th percentile as \
@@ -439,7 +446,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             let others: Vec<_> = sc.metrics.iter().skip(1).collect();
             write!(
                 o,
-                "| scheduler | {hm} {hunit} {} median | min–max | n | ×EEVDF | BPF ns/call |",
+                "| scheduler | {hm} {hunit} {} median | min–max | n | ×EEVDF | BPF ns/call | BPF ms/run ↓ |",
                 if hhi { "↑" } else { "↓" }
             )?;
             for (m, u, hi) in &others {
@@ -448,7 +455,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             writeln!(o, " own wait max µs ↓ | own wait p99 µs ↓ |")?;
             writeln!(
                 o,
-                "|---|---|---|---|---|---|{}",
+                "|---|---|---|---|---|---|---|{}",
                 "---|".repeat(others.len() + 2)
             )?;
             let base = cs
@@ -462,7 +469,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                         "| {} | **FAILED**: {} |{}",
                         c.sched,
                         f.replace('|', "/"),
-                        " |".repeat(6 + others.len())
+                        " |".repeat(7 + others.len())
                     )?;
                     continue;
                 }
@@ -471,7 +478,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                 };
                 write!(
                     o,
-                    "| {} | {} | {}–{} | {} | {} | {} |",
+                    "| {} | {} | {}–{} | {} | {} | {} | {} |",
                     c.sched,
                     fmt(m),
                     fmt(lo),
@@ -479,7 +486,8 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                     c.n,
                     base.map(|b| format!("{:.2}", m / b.0))
                         .unwrap_or("–".into()),
-                    c.bpf.map(|b| format!("{b:.0}")).unwrap_or("–".into())
+                    c.bpf.map(|b| format!("{b:.0}")).unwrap_or("–".into()),
+                    c.bpf_ms.map(|b| format!("{b:.0}")).unwrap_or("–".into())
                 )?;
                 for (mname, _, _) in &others {
                     match c.stats.get(*mname) {
@@ -709,6 +717,7 @@ mod tests {
             round,
             metrics: BTreeMap::from([("time".to_string(), t)]),
             bpf_ns_per_call: (sched != "eevdf").then_some(100.0),
+            bpf_ms: (sched != "eevdf").then_some(2.0 * round as f64),
             wait_max_us: (sched == "mosaic").then_some(1000.0 + round as f64),
             wait_p99_us: (sched == "mosaic").then_some(256.0),
             fail: fail.map(String::from),
@@ -752,6 +761,7 @@ mod tests {
         assert_eq!(cs[0].headline(sc), Some((10.0, 9.0, 11.0)));
         assert_eq!(cs[1].headline(sc), Some((6.0, 5.0, 7.0)));
         assert_eq!(cs[1].bpf, Some(100.0));
+        assert_eq!((cs[1].bpf_ms, cs[0].bpf_ms), (Some(4.0), None));
         assert_eq!(
             (cs[1].wait_max, cs[1].wait_p99),
             (Some(1002.0), Some(256.0))
@@ -801,22 +811,25 @@ mod tests {
             text.contains("| rusty | `scx_rusty` | not recorded |"),
             "{text}"
         );
-        // The scenario table: Mosaic's own wait columns, "–" for the others.
+        // The scenario table: BPF cost per call and per run, Mosaic's own wait columns, "–"
+        // for the others.
         assert!(
-            text.contains("| ×EEVDF | BPF ns/call | own wait max µs ↓ | own wait p99 µs ↓ |"),
+            text.contains(
+                "| ×EEVDF | BPF ns/call | BPF ms/run ↓ | own wait max µs ↓ | own wait p99 µs ↓ |"
+            ),
             "{text}"
         );
         assert!(
-            text.contains("| mosaic | 6.000 | 5.000–7.000 | 3 | 0.60 | 100 | 1002 | 256 |"),
+            text.contains("| mosaic | 6.000 | 5.000–7.000 | 3 | 0.60 | 100 | 4 | 1002 | 256 |"),
             "{text}"
         );
         assert!(
-            text.contains("| eevdf | 10.000 | 9.000–11.000 | 3 | 1.00 | – | – | – |"),
+            text.contains("| eevdf | 10.000 | 9.000–11.000 | 3 | 1.00 | – | – | – | – |"),
             "{text}"
         );
         assert!(
             text.contains(
-                "| p2dq | **FAILED**: round 2: ejected: runnable task stall | | | | | | |\n"
+                "| p2dq | **FAILED**: round 2: ejected: runnable task stall | | | | | | | |\n"
             ),
             "{text}"
         );

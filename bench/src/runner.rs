@@ -292,6 +292,7 @@ fn apply_meta(s: &mut Sample, meta: &str) {
         if c1 > c0 {
             s.bpf_ns_per_call = Some((ns1 - ns0) / (c1 - c0));
             s.bpf_calls = Some(c1 - c0);
+            s.bpf_ms = Some((ns1 - ns0) / 1e6);
         }
     }
     if s.fail.is_none() && s.ops.is_some() && s.bpf_ns_per_call.is_none() {
@@ -382,6 +383,7 @@ mod tests {
         );
         assert_eq!((s.wait_max_us, s.wait_p99_us), (Some(2300.0), Some(512.0)));
         assert_eq!(s.bpf_ns_per_call, Some(50.0));
+        assert_eq!(s.bpf_ms, Some(0.001));
         assert_eq!(s.exit.as_deref(), Some("unregistered from user space"));
         assert_eq!(s.ops.as_deref(), Some("mosaic_0.1.0_x86"));
         assert!(s.fail.is_none());

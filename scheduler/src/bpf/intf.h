@@ -156,6 +156,11 @@ enum mosaic_stat {
 				  * CPU at a tick to a waiting task */
 	STAT_IDLE_CGROUP_QUEUED, /* ... queued on its LLC's idle queue */
 	STAT_IDLE_CGROUP_PULLS,	 /* CPU took a task from the idle queue */
+	/* slice ends (main.bpf.c) */
+	STAT_PREV_KEPT_AHEAD, /* the runnable prev kept its CPU for another
+			       * slice: tasks were queued for the CPU, but
+			       * none due before it (vtime a slice older, or
+			       * waiting a slice already) */
 	NR_MOSAIC_STATS,
 };
 

@@ -10,10 +10,11 @@
  * (run where the kernel's wakeup puts it) does, which wakes the target. With
  * no idle CPU the task waits on a shard of its LLC's shared runqueue
  * (shard.bpf.c), where queues are ordered by weighted virtual time
- * (vtime.bpf.c). A CPU that runs out of work pulls from its own shard, then
- * from the other shards of its LLC, then - if the overload flag says someone
- * waits (gate.bpf.c) - steals from the busiest of a few shards of other LLCs,
- * same NUMA node first (steal.bpf.c).
+ * (vtime.bpf.c). At a slice end the running task keeps its CPU unless a task
+ * queued in the LLC is due first. A CPU that runs out of work pulls from its
+ * own shard, then from the other shards of its LLC, then - if the overload
+ * flag says someone waits (gate.bpf.c) - steals from the busiest of a few
+ * shards of other LLCs, same NUMA node first (steal.bpf.c).
  * Tasks pinned to one CPU wait on that CPU's own queue. Every decision a
  * user might question has a counter (intf.h).
  *
@@ -187,17 +188,94 @@ static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
 }
 
 /*
- * @cpu's task stopped or its slice ended: take the oldest work of the LLC.
- * With none, a runnable @prev keeps the CPU with a new slice - unless it
- * should move; then the kernel, told by SCX_OPS_ENQ_LAST not to keep it on
- * its own, hands it to enqueue_last(). Only a CPU that would otherwise idle
- * steals from another LLC.
+ * Whether the head of @dsq should run before @prev: its vtime is more than a
+ * slice before @prev's, or it has waited a slice already (real time: keeping
+ * prev adds at most one slice to a wait, and a heavy-weight prev, whose
+ * vtime crawls, cannot hold the CPU for long). One lock-free peek; sets
+ * *@queued if @dsq has a head.
+ */
+static __always_inline bool head_due_before(u64 dsq, struct task_struct *prev,
+					    u64 now, bool *queued)
+{
+	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(dsq);
+	struct task_ctx *tctx;
+
+	if (!head)
+		return false;
+	*queued = true;
+	if (time_before(head->scx.dsq_vtime, prev->scx.dsq_vtime - slice_ns))
+		return true;
+	tctx = task_ctx_of(head);
+	return tctx && tctx->runnable_at &&
+	       time_before(tctx->runnable_at + slice_ns, now);
+}
+
+/*
+ * Whether a task queued in @cpu's LLC that @cpu would take is due before
+ * @prev (head_due_before()): the head of @cpu's own queue, or of any shard of
+ * the LLC - in one pass, the heads the pulls would otherwise read. Sets
+ * *@queued if any of them has a task.
+ */
+static __always_inline bool
+llc_head_due_before(s32 cpu, struct task_struct *prev, bool *queued)
+{
+	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
+	u32 n = llc_nr_shards[llc], i;
+	u64 now = scx_bpf_now();
+
+	if (head_due_before(cpu_dsq_id(cpu), prev, now, queued))
+		return true;
+	if (no_shared_runq)
+		return false;
+	bpf_for (i, 0, n) {
+		if (i >= MAX_SHARDS_PER_LLC)
+			break;
+		if (head_due_before(shard_dsq_id(first + i), prev, now, queued))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * At its slice end, whether runnable @prev keeps @cpu for another slice: it
+ * need not move (prev_should_move()), is of no cpu.idle cgroup, and no task
+ * queued in the LLC is due before it (llc_head_due_before()). If it keeps
+ * it, count whether others were queued (prev_kept_ahead) or not.
+ */
+static __always_inline bool prev_keeps_cpu(struct task_struct *prev, s32 cpu)
+{
+	struct task_ctx *tctx;
+	bool queued = false;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) ||
+	    !(tctx = task_ctx_of(prev)) || tctx->in_idle_cgroup ||
+	    prev_should_move(prev, cpu) ||
+	    llc_head_due_before(cpu, prev, &queued))
+		return false;
+	stat_inc(queued ? STAT_PREV_KEPT_AHEAD : STAT_PREV_REFILLED);
+	return true;
+}
+
+/*
+ * @cpu's task stopped or its slice ended. A runnable @prev keeps the CPU with
+ * a new slice unless a task queued in the LLC is due before it
+ * (prev_keeps_cpu()); else the CPU takes the oldest work of the LLC. With
+ * none it may take, a runnable @prev still keeps the CPU - unless it should
+ * move; then the kernel, told by SCX_OPS_ENQ_LAST not to keep it on its own,
+ * hands it to enqueue_last(). Only a CPU that would otherwise idle steals
+ * from another LLC.
  */
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
 	bw_unpark();
-	if (pull_idle_cgroup(cpu, true) || pull_older_sibling(cpu) ||
-	    pull_own_queues(cpu) || pull_sibling_shards(cpu))
+	if (pull_idle_cgroup(cpu, true))
+		return;
+	if (prev_keeps_cpu(prev, cpu)) {
+		prev->scx.slice = slice_ns;
+		return;
+	}
+	if (pull_older_sibling(cpu) || pull_own_queues(cpu) ||
+	    pull_sibling_shards(cpu))
 		return;
 	/* a runnable task of an idle cgroup takes turns with its peers */
 	if (idle_cgroup_takes_turns(prev, cpu))

@@ -177,6 +177,8 @@ pub struct Metrics {
     pub idle_cgroup_queued: u64,
     #[stat(desc = "cpu.idle: a CPU took a task from its LLC's idle queue")]
     pub idle_cgroup_pulls: u64,
+    #[stat(desc = "slice end: the runnable prev kept its CPU though tasks were queued (none due)")]
+    pub prev_kept_ahead: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,
