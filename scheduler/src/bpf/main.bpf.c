@@ -331,7 +331,7 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 		return;
 	ran = task_ran(tctx, now);
 	util_stopping(tctx, cpu, now);
-	vtime_charge(p, tctx, ran);
+	vtime_charge(p, tctx, ran, now);
 	bw_charge(p, tctx, ran);
 	group_account(p, tctx, cpu, ran, 0);
 	if (runnable)
@@ -354,7 +354,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	ran = task_ran(tctx, now);
 	tctx->started_at = now;
 	util_stopping(tctx, cpu, now);
-	vtime_charge(p, tctx, ran);
+	vtime_charge(p, tctx, ran, now);
 	if (bw_charge(p, tctx, ran))
 		p->scx.slice = 0;
 	idle_cgroup_tick(p, tctx, cpu);

@@ -79,7 +79,10 @@ struct task_ctx {
 	u64 wcg;	   /* id of its cpu-controller cgroup, 0: root */
 	u64 wcg_queued;	   /* ... that counts it as runnable now, 0: none */
 	u32 queued_weight; /* the weight it counts with there */
-	u64 runnable_at;   /* when it last became runnable, 0: running */
+	u64 share;	   /* its share of the machine, Q16, as of share_at;
+			    * 0: to be computed (weight.bpf.c) */
+	u64 share_at;
+	u64 runnable_at;      /* when it last became runnable, 0: running */
 	u64 group_checked_at; /* last tick that checked its partition */
 	u64 last_charge;      /* vtime its current or last run cost it */
 	u32 vtime_llc;	      /* LLC whose clock its vtime is relative to */
@@ -267,7 +270,7 @@ static __always_inline void idle_cgroup_tick(struct task_struct *p,
 					     struct task_ctx *tctx, s32 cpu);
 /* a task's share of the machine, Q16 (nice 0 in the root cgroup: 100) */
 static __always_inline u64 task_share(struct task_struct *p,
-				      struct task_ctx *tctx);
+				      struct task_ctx *tctx, u64 now);
 
 /* vtime.bpf.c: per-LLC virtual time, the wait bound */
 static void vtime_init(void);
@@ -280,8 +283,8 @@ static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now);
 /* how long the task ran, stopping at @now */
 static __always_inline u64 task_ran(struct task_ctx *tctx, u64 now);
-static __always_inline void vtime_charge(struct task_struct *p,
-					 struct task_ctx *tctx, u64 ran);
+static __always_inline void
+vtime_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran, u64 now);
 static __always_inline void vtime_yield(struct task_struct *p);
 
 /* capacity.bpf.c: utilisation and capacity (seed 002) */

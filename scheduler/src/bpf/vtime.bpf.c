@@ -237,13 +237,13 @@ static __always_inline u64 task_ran(struct task_ctx *tctx, u64 now)
 }
 
 /*
- * @p ran for @ran ns: charge it, scaled by its share (weight.bpf.c), and
- * add that to what its current (or last) run cost it.
+ * @p ran for @ran ns until @now: charge it, scaled by its share
+ * (weight.bpf.c), and add that to what its current (or last) run cost it.
  */
-static __always_inline void vtime_charge(struct task_struct *p,
-					 struct task_ctx *tctx, u64 ran)
+static __always_inline void
+vtime_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran, u64 now)
 {
-	u64 charge = (ran * 100 << WEIGHT_SHIFT) / task_share(p, tctx);
+	u64 charge = (ran * 100 << WEIGHT_SHIFT) / task_share(p, tctx, now);
 
 	p->scx.dsq_vtime += charge;
 	tctx->last_charge += charge;

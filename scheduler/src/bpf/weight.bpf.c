@@ -37,7 +37,8 @@
  * enough for the idle weight. Cost: two atomic adds on the cgroup's counters
  * per wakeup and per sleep of a task outside the root cgroup (a line shared by
  * the cgroup's CPUs), and a walk of at most MAX_CGROUP_DEPTH lookups per
- * charge.
+ * charge - at most once per SHARE_REFRESH_NS per task (task_share() caches
+ * the result).
  *
  * WHY
  * Users set cpu.weight and expect it to hold; scheduling by nice weight
@@ -51,6 +52,9 @@
 #define LOAD_SCALE 32
 /* cpu.idle: the kernel's SCHED_IDLE weight, 3 against nice 0's 1024 */
 #define IDLE_LOAD (3 * 100 * LOAD_SCALE / 1024)
+/* a task's cached share of the machine is recomputed at most this often:
+ * once per tick at HZ=1000 (task_share()) */
+#define SHARE_REFRESH_NS 1000000ULL
 
 /* A cgroup with the cpu controller, keyed by cgroup id. */
 struct cg_node {
@@ -122,6 +126,7 @@ static __always_inline void weight_set_cgroup(struct task_ctx *tctx,
 					      struct cgroup *cgrp)
 {
 	tctx->wcg = cgrp && cgrp->level ? cgroup_id_of(cgrp) : 0;
+	tctx->share = 0;
 }
 
 /*
@@ -180,18 +185,28 @@ static __always_inline u64 task_share_weight(struct task_struct *p,
 }
 
 /*
- * @p's share of the machine in Q16 (a nice 0 task of the root cgroup:
- * 100 << WEIGHT_SHIFT): its nice weight, times its cgroups' shares if any.
+ * @p's share of the machine at @now in Q16 (a nice 0 task of the root
+ * cgroup: 100 << WEIGHT_SHIFT): its nice weight, times its cgroups' shares if
+ * any. The latter is the walk of task_share_weight(), cached in the task and
+ * redone at most every SHARE_REFRESH_NS (and after it moved to another
+ * cgroup): loads change at every wakeup and sleep, but a share a millisecond
+ * old charges a run as well as a fresh one, and a task that wakes and stops
+ * many times a millisecond walks the tree once.
  */
 static __always_inline u64 task_share(struct task_struct *p,
-				      struct task_ctx *tctx)
+				      struct task_ctx *tctx, u64 now)
 {
 	if (!tctx || !tctx->wcg_queued) {
 		if (tctx)
 			tctx->in_idle_cgroup = false;
 		return (u64)(p->scx.weight ?: 100) << WEIGHT_SHIFT;
 	}
-	return task_share_weight(p, tctx);
+	if (!tctx->share ||
+	    !time_before(now, tctx->share_at + SHARE_REFRESH_NS)) {
+		tctx->share = task_share_weight(p, tctx);
+		tctx->share_at = now;
+	}
+	return tctx->share;
 }
 
 s32 BPF_STRUCT_OPS(mosaic_cgroup_init, struct cgroup *cgrp,
