@@ -63,6 +63,33 @@ fn survival_line(ms: u32, cs: &[Cell]) -> String {
     )
 }
 
+/// Mosaic's BPF cost in one scenario against the cheapest peer's, per call and per run (None
+/// without a successful Mosaic cell or peers with BPF statistics).
+fn bpf_line(sc: &Scenario, cs: &[Cell]) -> Option<String> {
+    let mo = cs
+        .iter()
+        .find(|c| c.sched == "mosaic" && c.fail.is_none())?;
+    let peers: Vec<&Cell> = cs
+        .iter()
+        .filter(|c| c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none())
+        .collect();
+    // The peer with the lowest value of `get`, and Mosaic's value over it.
+    let cheapest = |get: fn(&Cell) -> Option<f64>| -> Option<String> {
+        let m = get(mo)?;
+        let (c, v) = peers
+            .iter()
+            .filter_map(|c| get(c).map(|v| (c, v)))
+            .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())?;
+        Some(format!("{} {v:.0} (Mosaic {m:.0}, ×{:.2})", c.sched, m / v))
+    };
+    let per_call = cheapest(|c| c.bpf)?;
+    let per_run = cheapest(|c| c.bpf_ms).unwrap_or_else(|| "not recorded".into());
+    Some(format!(
+        "- {}: cheapest peer by ns/call {per_call}; by ms/run {per_run}",
+        sc.name
+    ))
+}
+
 /// The cells of `run`, in its scheduler order.
 pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
     run.scheds
@@ -407,6 +434,18 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                 lines.join("\n")
             )?;
         }
+        let bpf_lines: Vec<String> = scs
+            .iter()
+            .filter_map(|(_, sc, cs)| bpf_line(sc, cs))
+            .collect();
+        if !bpf_lines.is_empty() {
+            writeln!(
+                o,
+                "BPF cost against the cheapest peer (medians; ×: Mosaic over that peer, below 1 \
+                 is cheaper):\n\n{}\n",
+                bpf_lines.join("\n")
+            )?;
+        }
         let summary = svg_dir.join(format!("summary-{topo}.svg"));
         if plot_summary(
             &summary,
@@ -726,6 +765,42 @@ mod tests {
     }
 
     #[test]
+    fn bpf_cost_is_set_against_the_cheapest_peer_per_call_and_per_run() {
+        let cell = |sched: &str, ns: f64, ms: Option<f64>, fail: Option<&str>| Cell {
+            sched: sched.into(),
+            stats: BTreeMap::new(),
+            n: 5,
+            runs: 5,
+            bpf: Some(ns),
+            bpf_ms: ms,
+            wait_max: None,
+            wait_p99: None,
+            fail: fail.map(String::from),
+        };
+        let sc = scenario("hackbench").unwrap();
+        let mut cs = vec![
+            cell("mosaic", 200.0, Some(10.0), None),
+            cell("p2dq", 300.0, Some(8.0), None),
+            cell("rusty", 100.0, Some(12.0), None),
+            cell("lavd", 50.0, Some(1.0), Some("ejected")),
+            cell("mosaic-no-shared-runq", 10.0, Some(1.0), None),
+        ];
+        assert_eq!(
+            bpf_line(sc, &cs).unwrap(),
+            "- hackbench: cheapest peer by ns/call rusty 100 (Mosaic 200, ×2.00); \
+             by ms/run p2dq 8 (Mosaic 10, ×1.25)"
+        );
+        for c in cs.iter_mut() {
+            c.bpf_ms = None;
+        }
+        assert!(bpf_line(sc, &cs)
+            .unwrap()
+            .ends_with("by ms/run not recorded"));
+        cs[0].fail = Some("ejected".into());
+        assert_eq!(bpf_line(sc, &cs), None);
+    }
+
+    #[test]
     fn medians_ratios_and_failed_cells() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
@@ -834,6 +909,11 @@ mod tests {
             "{text}"
         );
         assert!(dir.path().join("bench/hackbench-1llc.svg").exists());
+        // BPF cost against the cheapest peer: p2dq failed a round, so no peer is left.
+        assert!(
+            !text.contains("BPF cost against the cheapest peer"),
+            "{text}"
+        );
     }
 
     #[test]
