@@ -25,6 +25,9 @@ enum mosaic_limits {
 	/* a steal scan reads the lengths of at most this many shards of
 	 * other LLCs (all of them on machines with that few) */
 	STEAL_PROBES = 8,
+	/* a CPU pulling from its own shard looks at this many tasks for one
+	 * already on its runqueue (shard.bpf.c) */
+	SAME_RQ_LOOK_AHEAD = 4,
 	/* CPUs of its partition a task outside it looks at for a swap */
 	GROUP_SWAP_PROBES = 8,
 	/* cpu.weight: cgroups tracked, and levels of the tree walked */
@@ -161,6 +164,10 @@ enum mosaic_stat {
 			       * slice: tasks were queued for the CPU, but
 			       * none due before it (vtime a slice older, or
 			       * waiting a slice already) */
+	/* seed 000: the own-shard pull (shard.bpf.c) */
+	STAT_SHARD_PULLS_SAME_RQ, /* CPU took from its own shard, ahead of the
+				   * head, a task already on its runqueue (no
+				   * migration), within a slice of vtime */
 	NR_MOSAIC_STATS,
 };
 

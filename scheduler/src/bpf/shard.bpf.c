@@ -24,9 +24,14 @@
  * idle pulls from the busiest CPU queue of its LLC, else of the machine: the
  * seed's NO_SHARED_RUNQ baseline, the kernel's newidle balance (a scan of
  * the CPUs' queue lengths, O(#CPUs), as newidle balance walks its domains).
- * A CPU whose own
- * shard's head is more than a slice younger than a sibling shard's takes the
- * sibling's instead, so that sharding does not break the vtime order.
+ * A CPU whose own shard's head is more than a slice younger than a sibling
+ * shard's takes the sibling's instead, so that sharding does not break the
+ * vtime order.
+ * From its own shard a CPU takes, among the first SAME_RQ_LOOK_AHEAD tasks
+ * within a slice of the head's vtime, one whose runqueue is already its own
+ * (a shard holds the tasks of all its CPUs): taking a task off another CPU's
+ * runqueue migrates it under both runqueue locks. Under TCG such a pull cost
+ * about 20x one from the CPU's own runqueue (hackbench, 2llc-smt).
  *
  * WHY
  * A shared queue per LLC makes a CPU that would go idle find waiting work
@@ -245,6 +250,40 @@ static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat)
 }
 
 /*
+ * Take a task from @cpu's own @shard: the first of the tasks within a slice
+ * of the head's vtime (at most SAME_RQ_LOOK_AHEAD of them) that is already on
+ * @cpu's runqueue, else the head. Moving a task that is on another CPU's
+ * runqueue migrates it under both runqueue locks; one already here is only
+ * relinked. A slice of vtime is the disorder pull_older_sibling() allows
+ * across shards too. True if a task moved to @cpu's local DSQ.
+ */
+static __always_inline bool pull_own_shard(s32 cpu, u64 shard)
+{
+	struct task_struct *p;
+	u64 limit = 0;
+	u32 seen = 0;
+
+	bpf_for_each (scx_dsq, p, shard, 0) {
+		if (!seen)
+			limit = p->scx.dsq_vtime + slice_ns;
+		else if (time_before(limit, p->scx.dsq_vtime))
+			break;
+		if (++seen > SAME_RQ_LOOK_AHEAD)
+			break;
+		if (scx_bpf_task_cpu(p) != cpu ||
+		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			stat_inc(STAT_SHARD_PULLS_LOCAL);
+			if (seen > 1)
+				stat_inc(STAT_SHARD_PULLS_SAME_RQ);
+			return true;
+		}
+	}
+	return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
+}
+
+/*
  * Take work from @cpu's own queue or its own shard, whichever holds the
  * older (smaller vtime) head, falling back to the other. True if a task
  * was moved to @cpu's local DSQ. The own queue is usually empty (it holds
@@ -257,15 +296,13 @@ static __always_inline bool pull_own_queues(s32 cpu)
 
 	if (!scx_bpf_dsq_nr_queued(own))
 		return !no_shared_runq && scx_bpf_dsq_nr_queued(shard) &&
-		       pull_from(shard, STAT_SHARD_PULLS_LOCAL);
+		       pull_own_shard(cpu, shard);
 	if (no_shared_runq || !dsq_head_vtime(shard, &shard_vtime) ||
 	    !dsq_head_vtime(own, &own_vtime) ||
 	    !time_before(shard_vtime, own_vtime))
 		return pull_from(own, STAT_CPU_PULLS) ||
-		       (!no_shared_runq &&
-			pull_from(shard, STAT_SHARD_PULLS_LOCAL));
-	return pull_from(shard, STAT_SHARD_PULLS_LOCAL) ||
-	       pull_from(own, STAT_CPU_PULLS);
+		       (!no_shared_runq && pull_own_shard(cpu, shard));
+	return pull_own_shard(cpu, shard) || pull_from(own, STAT_CPU_PULLS);
 }
 
 /*

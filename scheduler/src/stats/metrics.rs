@@ -179,6 +179,8 @@ pub struct Metrics {
     pub idle_cgroup_pulls: u64,
     #[stat(desc = "slice end: the runnable prev kept its CPU though tasks were queued (none due)")]
     pub prev_kept_ahead: u64,
+    #[stat(desc = "own-shard pull took, ahead of the head, a task already on the CPU's runqueue")]
+    pub shard_pulls_same_rq: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,
