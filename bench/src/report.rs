@@ -320,6 +320,9 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         `--stats-file` (longest wait from wakeup or requeue until running, and the 99th percentile as \
         its log2 bucket's upper edge, over the scheduler's whole run: load, workload, exit), median \
         over the rounds; EEVDF and the peers keep no such counters (–).\n")?;
+    if let Some(text) = analysis(svg_dir) {
+        writeln!(o, "{}\n", text.trim_end())?;
+    }
     writeln!(o, "## Schedulers\n")?;
     writeln!(o, "| scheduler | command | version |")?;
     writeln!(o, "|---|---|---|")?;
@@ -588,6 +591,18 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
     std::fs::write(md, o).with_context(|| format!("write {}", md.display()))?;
     Ok(())
 }
+
+/// The hand-written reading of the numbers kept beside results.json (`analysis.md`: where
+/// Mosaic is behind and why, with the commands that measured it), if there is one. The report
+/// includes it as it is, so that regenerating the page keeps it.
+fn analysis(svg_dir: &Path) -> Option<String> {
+    std::fs::read_to_string(svg_dir.join(ANALYSIS_FILE))
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+}
+
+/// The file, beside results.json, that `analysis()` reads.
+const ANALYSIS_FILE: &str = "analysis.md";
 
 /// Plot colours, 0xRRGGBB, in SCHEDS order (the last also for unknown names).
 const COLORS: [u32; 12] = [
@@ -972,5 +987,31 @@ mod tests {
         let text = std::fs::read_to_string(&md).unwrap();
         assert!(text.contains("- Accelerator: kvm\n"), "{text}");
         assert!(!text.contains("Caveat"), "{text}");
+    }
+
+    #[test]
+    fn the_hand_written_analysis_beside_the_results_is_kept_in_the_report() {
+        let suite = Suite {
+            runs: vec![ScenarioRun {
+                scenario: "pipe".into(),
+                topo: "1llc".into(),
+                rounds: 1,
+                scheds: vec!["eevdf".into()],
+                ..Default::default()
+            }],
+            skipped: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (md, svg) = (dir.path().join("b.md"), dir.path().join("bench"));
+        write_report(&suite, &md, &svg, "make bench").unwrap();
+        assert!(!std::fs::read_to_string(&md).unwrap().contains("## Why"));
+        std::fs::write(svg.join(ANALYSIS_FILE), "## Why\n\nBecause.\n\n").unwrap();
+        write_report(&suite, &md, &svg, "make bench").unwrap();
+        let text = std::fs::read_to_string(&md).unwrap();
+        let (why, scheds) = (
+            text.find("## Why\n\nBecause.\n\n"),
+            text.find("## Schedulers"),
+        );
+        assert!(why.is_some() && why < scheds, "{text}");
     }
 }
