@@ -14,6 +14,9 @@ def test_cpu_weight_splits_cpu_time_through_the_hierarchy():
     g = run_guest("1llc", "weight.sh", timeout=400)
     s = checked_stats(g, "stats")
     assert s["cgroups_untracked"] == 0
+    # cgroup loads travel through the CPUs' slots into the shared counters
+    assert s["cgroup_load_notes"] > 0 and s["cgroup_load_folds"] > 0, s
+    assert s["cgroup_load_folds"] <= s["cgroup_load_notes"], s
     flat = ratio(g, "mosaic_flat", "wa", "wb")
     # the machine was saturated: CPUs idled < 5 % of the window (USER_HZ ticks)
     for window in ("flat", "nested"):

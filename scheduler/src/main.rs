@@ -357,7 +357,15 @@ fn print_banner(opts: &Opts, plan: &LoadPlan) {
         if opts.no_shared_runq {
             "per-CPU queues only (--no-shared-runq)".to_string()
         } else {
-            format!("shards {}", lists(&layout.shards))
+            format!(
+                "shards {}{}",
+                lists(&layout.shards),
+                if plan.tunables.same_rq_pull {
+                    " (a task on the CPU's runqueue first)"
+                } else {
+                    ""
+                }
+            )
         },
         plan.partitions
             .as_ref()

@@ -1,7 +1,7 @@
 //! The command line: scx_mosaic's options, shared with the simulator
 //! (mosaic-sim parses its --sched-arg flags with this same struct).
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
 const EXAMPLES: &str = "Examples:
@@ -24,6 +24,18 @@ const EXAMPLES: &str = "Examples:
 Without --config, /etc/scx_mosaic/config.toml is read if it exists (`make
 install` puts an example there and a systemd unit, scx_mosaic.service).";
 
+/// When a CPU pulling from its own shard prefers a task already on its
+/// runqueue (--same-rq-pull).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SameRqPull {
+    /// In a virtual machine's guest only.
+    Auto,
+    /// Always.
+    On,
+    /// Never: always the shard's head.
+    Off,
+}
+
 /// Mosaic: a sched_ext CPU scheduler with a sharded per-LLC shared runqueue.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "scx_mosaic", version = crate::VERSION.as_str(), after_help = EXAMPLES)]
@@ -37,6 +49,14 @@ pub struct Opts {
     /// (seed 000's NO_SHARED_RUNQ baseline).
     #[arg(long)]
     pub no_shared_runq: bool,
+
+    /// From its own shard, a CPU takes a task already on its runqueue (of the
+    /// first few within a slice of the head's vtime) before the head: auto
+    /// (default) does so in a virtual machine's guest, where another CPU's
+    /// runqueue lock may be held by a vCPU the host preempted; on bare metal
+    /// the extra shard walk costs more than the lock.
+    #[arg(long, value_enum, default_value_t = SameRqPull::Auto, value_name = "WHEN")]
+    pub same_rq_pull: SameRqPull,
 
     /// Disable seed 001's L2 scoping: the whole LLC is the first idle-search
     /// domain and the domain a waker inserts into directly.

@@ -48,6 +48,9 @@ pub struct Topology {
     pub l2s: Vec<Vec<usize>>,
     pub llcs: Vec<Vec<usize>>,
     pub nodes: Vec<usize>,
+    /// The machine is a virtual machine's guest (its vCPUs can be preempted
+    /// by the host): see `running_as_guest()`.
+    pub guest: bool,
 }
 
 /// At most this many shards per LLC by default (see default_shard_size).
@@ -64,6 +67,17 @@ pub struct ShardLayout {
     pub llc_first_shard: Vec<usize>,
     /// Number of shards of each LLC.
     pub llc_nr_shards: Vec<usize>,
+}
+
+/// Whether this machine runs as a virtual machine's guest: its CPUs carry the
+/// `hypervisor` flag (@cpuinfo, x86) or the hypervisor shows in @sys (Xen).
+pub fn running_as_guest(cpuinfo: &Path, sys: &Path) -> bool {
+    let flagged = fs::read_to_string(cpuinfo).is_ok_and(|text| {
+        text.lines()
+            .filter(|l| l.starts_with("flags"))
+            .any(|l| l.split_whitespace().any(|f| f == "hypervisor"))
+    });
+    flagged || read(&sys.join("hypervisor/type")).is_ok_and(|t| !t.is_empty())
 }
 
 /// Reads a sysfs file as a trimmed string.
@@ -122,7 +136,9 @@ fn last_level(cpu_dir: &Path) -> u32 {
 impl Topology {
     /// Reads the topology of the running machine.
     pub fn from_sysfs() -> Result<Self> {
-        Self::from_root(Path::new("/sys"))
+        let mut topo = Self::from_root(Path::new("/sys"))?;
+        topo.guest = running_as_guest(Path::new("/proc/cpuinfo"), Path::new("/sys"));
+        Ok(topo)
     }
 
     /// Reads the topology under a sysfs root.
@@ -199,6 +215,7 @@ impl Topology {
             l2s,
             llcs,
             nodes,
+            guest: false,
         })
     }
 
@@ -335,6 +352,26 @@ pub mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::sync::OnceLock;
+
+    #[test]
+    fn a_guest_is_known_by_the_hypervisor_cpu_flag_or_sysfs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (info, sys) = (dir.path().join("cpuinfo"), dir.path().join("sys"));
+        std::fs::create_dir_all(sys.join("hypervisor")).unwrap();
+        let flags = |f: &str| format!("processor\t: 0\nflags\t\t: fpu {f} sse2\n\n");
+        std::fs::write(&info, flags("vme")).unwrap();
+        assert!(!running_as_guest(&info, &sys));
+        // a flag whose name only contains the word is not it
+        std::fs::write(&info, flags("hypervisor_x")).unwrap();
+        assert!(!running_as_guest(&info, &sys));
+        std::fs::write(&info, flags("hypervisor")).unwrap();
+        assert!(running_as_guest(&info, &sys));
+        std::fs::write(&info, flags("vme")).unwrap();
+        std::fs::write(sys.join("hypervisor/type"), "xen\n").unwrap();
+        assert!(running_as_guest(&info, &sys));
+        assert!(running_as_guest(&dir.path().join("none"), &sys));
+        assert!(!running_as_guest(&info, &dir.path().join("none")));
+    }
 
     /// Writes a fake sysfs tree: @llcs CPU ranges sharing an L3, SMT pairs
     /// when @smt, and optional NUMA nodes.

@@ -12,6 +12,7 @@
 
 use crate::bpf_intf;
 use crate::group::policy;
+use crate::opts::SameRqPull;
 use crate::topology::{ShardLayout, Topology};
 use crate::Opts;
 use anyhow::{bail, Result};
@@ -80,6 +81,8 @@ pub struct Tunables {
     pub asym_capacity: bool,
     /// --no-shared-runq: per-CPU queues only.
     pub no_shared_runq: bool,
+    /// --same-rq-pull: own-shard pulls prefer a task on the CPU's runqueue.
+    pub same_rq_pull: bool,
     /// --no-l2-locality.
     pub no_l2_locality: bool,
     /// --no-prev-first.
@@ -242,6 +245,11 @@ impl Tunables {
             smt_enabled: topo.smt(),
             asym_capacity: topo.asymmetric(),
             no_shared_runq: opts.no_shared_runq,
+            same_rq_pull: match opts.same_rq_pull {
+                SameRqPull::On => true,
+                SameRqPull::Off => false,
+                SameRqPull::Auto => topo.guest,
+            },
             no_l2_locality: opts.no_l2_locality,
             no_prev_first: opts.no_prev_first,
             no_overload_gate: opts.no_overload_gate,
@@ -299,6 +307,7 @@ macro_rules! with_tunable_fields {
             smt_enabled,
             asym_capacity,
             no_shared_runq,
+            same_rq_pull,
             no_l2_locality,
             no_prev_first,
             no_overload_gate,

@@ -70,6 +70,8 @@ fn build(places: &[Place]) -> Topology {
         l2s,
         llcs,
         nodes,
+        // the modelled machines are bare metal; --same-rq-pull=on models a guest
+        guest: false,
     }
 }
 

@@ -79,12 +79,39 @@ fn shared_runqueue_counters_move_on_seed_000_scenario() {
     assert_eq!(c(&off, "shard_enqueues"), 0);
     assert_eq!(c(&off, "shard_pulls_sibling"), 0);
     assert!(c(&off, "cpu_enqueues") > 0);
-    // and the seed's mechanism: less time with a CPU idle while a task waits.
+    // and the seed's mechanism: less time with a CPU idle while a task waits,
+    // by the median over runs whose BPF call cost is nudged around its
+    // default (60 ns). One run is one trajectory of a chaotic system: any
+    // change to the BPF's call count moves it (the default point alone gave
+    // on 0.81 ms against off 1.41 ms at ec592db, 1.50 against 1.41 after a
+    // change that adds two kfunc calls and decides nothing differently).
     // DEFECT (reported): the seed's "faster" is not asserted. Against the
     // newidle baseline the model does not reproduce it (docs/sim-report.md:
-    // -4.1 % at loops=100); this check at loops=30 passed on a 0.01 % tie
-    // (8.8679 vs 8.8692 ms) until sync pairs shared a CPU (8.864 vs 8.684 ms).
-    assert!(on["idle_while_runnable_s"].as_f64() < off["idle_while_runnable_s"].as_f64());
+    // -4.1 % at loops=100).
+    let idle_median = |extra: &[&str]| {
+        let mut v: Vec<f64> = [50, 55, 58, 60, 62, 65, 70]
+            .iter()
+            .map(|ns| {
+                let cost = format!("bpf_call_ns={ns}");
+                let mut args = base.to_vec();
+                args.extend_from_slice(&["--cost", &cost]);
+                args.extend_from_slice(extra);
+                let (ok, j) = sim(&format!("srq-idle-{ns}"), &args);
+                assert!(ok);
+                j["idle_while_runnable_s"].as_f64().unwrap()
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (idle_on, idle_off) = (
+        idle_median(&[]),
+        idle_median(&["--sched-arg=--no-shared-runq"]),
+    );
+    assert!(
+        idle_on < idle_off,
+        "idle while runnable: on {idle_on} s, off {idle_off} s"
+    );
 }
 
 #[test]

@@ -211,7 +211,7 @@ static __always_inline s32 pick_in_group_part(struct task_struct *p,
 	if (part < 0 || p->nr_cpus_allowed != nr_cpu_ids)
 		return -1;
 	if (part_of(prev) == part && task_fits(prev, tctx->util) &&
-	    scx_bpf_test_and_clear_cpu_idle(prev)) {
+	    claim_if_idle(prev)) {
 		stat_inc(STAT_PREV_KEPT);
 		return prev;
 	}

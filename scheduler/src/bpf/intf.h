@@ -33,6 +33,8 @@ enum mosaic_limits {
 	/* cpu.weight: cgroups tracked, and levels of the tree walked */
 	MAX_WEIGHT_CGROUPS = 16384,
 	MAX_CGROUP_DEPTH = 16,
+	/* cgroups whose load changes a CPU holds before folding them */
+	CG_PENDING_SLOTS = 8,
 	/* vtime lag (in slices) a task keeps when queued again after a slice */
 	REQUEUE_LAG_SLICES = 16,
 	/* an LLC's clock rate: Q16 fixed point, measured over windows of
@@ -168,6 +170,11 @@ enum mosaic_stat {
 	STAT_SHARD_PULLS_SAME_RQ, /* CPU took from its own shard, ahead of the
 				   * head, a task already on its runqueue (no
 				   * migration), within a slice of vtime */
+	/* cgroup cpu.weight: per-CPU load slots (weight.bpf.c) */
+	STAT_CGROUP_LOAD_NOTES, /* a task of a cgroup became runnable or
+				 * quiescent: noted in the CPU's slots */
+	STAT_CGROUP_LOAD_FOLDS, /* a slot with a net change folded into its
+				 * cgroup's shared counters */
 	NR_MOSAIC_STATS,
 };
 

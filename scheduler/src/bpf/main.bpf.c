@@ -293,6 +293,7 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	if (no_shared_runq)
 		newidle_note_idle(cpu, scx_bpf_now());
+	weight_flush();
 	stat_inc(STAT_DISPATCH_EMPTY);
 }
 
@@ -349,6 +350,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	u64 now = scx_bpf_now(), ran;
 	s32 cpu = scx_bpf_task_cpu(p);
 
+	weight_flush();
 	if (!tctx)
 		return;
 	ran = task_ran(tctx, now);

@@ -22,6 +22,7 @@ const volatile bool no_shared_runq;    /* seed 000's NO_SHARED_RUNQ baseline */
 const volatile bool smt_enabled;       /* some core has several threads */
 const volatile bool asym_capacity;     /* CPUs differ in capacity */
 const volatile bool no_l2_locality;   /* seed 001 off: LLC is the near domain */
+const volatile bool same_rq_pull;     /* own shard: a task on this rq first */
 const volatile bool no_prev_first;    /* seed 002 off: asym skips prev check */
 const volatile bool no_overload_gate; /* seed 003 off: always steal-scan */
 const volatile bool group_accounting; /* --gb-parent given: account cgroups */
@@ -131,6 +132,26 @@ static __always_inline void stat_add(enum mosaic_stat idx, u64 n)
 
 	if (cnt)
 		*cnt += n;
+}
+
+/* Whether @cpu is idle (without claiming it). */
+static __always_inline bool cpu_is_idle(s32 cpu)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	bool ret = bpf_cpumask_test_cpu(cpu, idle);
+
+	scx_bpf_put_idle_cpumask(idle);
+	return ret;
+}
+
+/*
+ * Claim @cpu if it is idle: read the idle mask first and clear its bit (a
+ * locked test-and-clear on a line all CPUs share) only if set, so that asking
+ * about a busy CPU - the common case under load - writes nothing shared.
+ */
+static __always_inline bool claim_if_idle(s32 cpu)
+{
+	return cpu_is_idle(cpu) && scx_bpf_test_and_clear_cpu_idle(cpu);
 }
 
 /* Whether @p may only ever run on one CPU. */

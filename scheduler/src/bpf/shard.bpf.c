@@ -27,11 +27,14 @@
  * A CPU whose own shard's head is more than a slice younger than a sibling
  * shard's takes the sibling's instead, so that sharding does not break the
  * vtime order.
- * From its own shard a CPU takes, among the first SAME_RQ_LOOK_AHEAD tasks
- * within a slice of the head's vtime, one whose runqueue is already its own
- * (a shard holds the tasks of all its CPUs): taking a task off another CPU's
- * runqueue migrates it under both runqueue locks. Under TCG such a pull cost
- * about 20x one from the CPU's own runqueue (hackbench, 2llc-smt).
+ * In a virtual machine's guest (--same-rq-pull, default auto), a CPU takes
+ * from its own shard, among the first SAME_RQ_LOOK_AHEAD tasks within a
+ * slice of the head's vtime, one whose runqueue is already its own (a shard
+ * holds the tasks of all its CPUs): taking a task off another CPU's runqueue
+ * migrates it under both runqueue locks, and a vCPU that the host preempted
+ * while holding one stalls the taker. Under TCG such a pull cost about 20x
+ * one from the CPU's own runqueue (hackbench, 2llc-smt). On bare metal the
+ * walk's DSQ locking costs more than it saves (simulator, ryzen-7950x).
  *
  * WHY
  * A shared queue per LLC makes a CPU that would go idle find waiting work
@@ -174,7 +177,7 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 	const struct cpumask *llc_mask;
 	s32 idle;
 
-	if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
+	if (claim_if_idle(cpu)) {
 		kick_claimed(cpu);
 		return;
 	}
@@ -250,19 +253,23 @@ static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat)
 }
 
 /*
- * Take a task from @cpu's own @shard: the first of the tasks within a slice
- * of the head's vtime (at most SAME_RQ_LOOK_AHEAD of them) that is already on
- * @cpu's runqueue, else the head. Moving a task that is on another CPU's
- * runqueue migrates it under both runqueue locks; one already here is only
- * relinked. A slice of vtime is the disorder pull_older_sibling() allows
- * across shards too. True if a task moved to @cpu's local DSQ.
+ * Take a task from @cpu's own @shard: with same_rq_pull, the first of the
+ * tasks within a slice of the head's vtime (at most SAME_RQ_LOOK_AHEAD of
+ * them) that is already on @cpu's runqueue, else the head. Moving a task
+ * that is on another CPU's runqueue migrates it under both runqueue locks;
+ * one already here is only relinked. A slice of vtime is the disorder
+ * pull_older_sibling() allows across shards too. True if a task moved to
+ * @cpu's local DSQ.
  */
 static __always_inline bool pull_own_shard(s32 cpu, u64 shard)
 {
-	struct task_struct *p;
+	struct task_struct *p = __COMPAT_scx_bpf_dsq_peek(shard);
 	u64 limit = 0;
 	u32 seen = 0;
 
+	/* off, or the head is here already (or gone): no walk */
+	if (!same_rq_pull || !p || scx_bpf_task_cpu(p) == cpu)
+		return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
 	bpf_for_each (scx_dsq, p, shard, 0) {
 		if (!seen)
 			limit = p->scx.dsq_vtime + slice_ns;

@@ -44,16 +44,6 @@
  * and stops the asymmetric scan from migrating on every wakeup.
  */
 
-/* Whether @cpu is idle (without claiming it). */
-static __always_inline bool cpu_is_idle(s32 cpu)
-{
-	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
-	bool ret = bpf_cpumask_test_cpu(cpu, idle);
-
-	scx_bpf_put_idle_cpumask(idle);
-	return ret;
-}
-
 /* Count where the idle CPU @cpu was found for a task that ran on @prev. */
 static __always_inline s32 found_near(s32 cpu, s32 prev)
 {
@@ -146,7 +136,7 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 		if (!task_fits(prev, util)) {
 			if (cpu_is_idle(prev))
 				stat_inc(STAT_PREV_REJECTED_CAPACITY);
-		} else if (scx_bpf_test_and_clear_cpu_idle(prev)) {
+		} else if (claim_if_idle(prev)) {
 			stat_inc(STAT_PREV_KEPT);
 			return prev;
 		}

@@ -25,20 +25,23 @@
  * Each cgroup keeps `load`, the summed weight of its runnable tasks and
  * active child cgroups, and `nr_active`, how many of them there are. A task
  * adds its weight when it becomes runnable (ops.runnable) and takes it back
- * when it stops being so (ops.quiescent); a cgroup whose count leaves or
- * reaches zero adds or takes back its cpu.weight one level up, so the walk
- * up the tree happens on those transitions only. Charging walks up from the
+ * when it stops being so (ops.quiescent) - first in a few per-CPU slots, which
+ * the CPU folds into the shared counters at its next tick or when it goes
+ * idle (weight_flush()); a cgroup whose count leaves or reaches zero adds or
+ * takes back its cpu.weight one level up, so the walk up the tree happens on
+ * those transitions only. Charging walks up from the
  * task's cgroup: effective weight = task weight x its cgroup's weight / its
  * cgroup's load x ... up to the top-level cgroup (Q16 fixed point); vtime
  * advances by runtime x 100 / effective weight. A weight changed while the
  * cgroup is active can leave its parent's load off by the difference until
  * the cgroup idles; loads are clamped, never trusted below the charge's own
  * share. Loads count in LOAD_SCALE units of cpu.weight (nice 0: 3200), fine
- * enough for the idle weight. Cost: two atomic adds on the cgroup's counters
- * per wakeup and per sleep of a task outside the root cgroup (a line shared by
- * the cgroup's CPUs), and a walk of at most MAX_CGROUP_DEPTH lookups per
- * charge - at most once per SHARE_REFRESH_NS per task (task_share() caches
- * the result).
+ * enough for the idle weight. Cost: per wakeup and per sleep of a task
+ * outside the root cgroup, a scan of the CPU's CG_PENDING_SLOTS slots (no
+ * shared write); per tick, two atomic adds per cgroup that changed on the CPU
+ * (a line shared by the cgroup's CPUs); per charge, a walk of at most
+ * MAX_CGROUP_DEPTH lookups - at most once per SHARE_REFRESH_NS per task
+ * (task_share() caches the result). Loads lag by at most a tick.
  *
  * WHY
  * Users set cpu.weight and expect it to hold; scheduling by nice weight
@@ -86,9 +89,11 @@ static __always_inline u64 cgroup_id_of(struct cgroup *cgrp)
 }
 
 /*
- * Add @weight (signed) to the load of cgroup @id and @step (+1/-1) to its
- * count of active members; if that made it active or idle, do the same with
- * its cpu.weight one level up, and so on.
+ * Add @weight (signed) to the load of cgroup @id and @step to its count of
+ * active members; if that made it active (count above zero) or idle, do the
+ * same with its cpu.weight (and a step of one) one level up, and so on.
+ * Counts may dip below zero for a while: the CPUs fold their changes
+ * (weight_flush()) in any order.
  */
 static __always_inline void cg_update(u64 id, s64 weight, s64 step)
 {
@@ -100,13 +105,109 @@ static __always_inline void cg_update(u64 id, s64 weight, s64 step)
 		cg = bpf_map_lookup_elem(&cg_nodes, &id);
 		if (!cg)
 			return;
-		__sync_fetch_and_add(&cg->load, weight);
-		before = __sync_fetch_and_add(&cg->nr_active, step);
-		if (!cg->level || before != (step > 0 ? 0 : 1))
+		if (weight)
+			__sync_fetch_and_add(&cg->load, weight);
+		if (!step)
 			return;
+		before = __sync_fetch_and_add(&cg->nr_active, step);
+		if (!cg->level || (before > 0) == (before + step > 0))
+			return;
+		step = before > 0 ? -1 : 1;
 		weight = step * (s64)cg->weight;
 		id = cg->parent;
 	}
+}
+
+/*
+ * A CPU's load changes not yet folded into the shared cg_nodes: per cgroup
+ * (CG_PENDING_SLOTS of them), the weight and the count of its tasks that
+ * became runnable or quiescent on this CPU since its last weight_flush().
+ */
+struct cg_pending {
+	u64 id[CG_PENDING_SLOTS];
+	s64 load[CG_PENDING_SLOTS];
+	s64 nr[CG_PENDING_SLOTS];
+	u32 used;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, u32);
+	__type(value, struct cg_pending);
+	__uint(max_entries, 1);
+} cg_pendings SEC(".maps");
+
+/* This CPU's pending cgroup load changes. */
+static __always_inline struct cg_pending *cg_pending_here(void)
+{
+	u32 key = 0;
+
+	return bpf_map_lookup_elem(&cg_pendings, &key);
+}
+
+/* Fold @pd's pending changes into the cgroups' shared counters; empty it. */
+static __always_inline void cg_pending_fold(struct cg_pending *pd)
+{
+	u32 i, n = pd->used;
+
+	bpf_for (i, 0, CG_PENDING_SLOTS) {
+		if (i >= n)
+			break;
+		if (!pd->load[i] && !pd->nr[i])
+			continue;
+		cg_update(pd->id[i], pd->load[i], pd->nr[i]);
+		stat_inc(STAT_CGROUP_LOAD_FOLDS);
+	}
+	pd->used = 0;
+}
+
+/*
+ * Note on this CPU that cgroup @id gained @weight (signed) and @step members:
+ * added to its pending slot, so that a task that wakes and sleeps between two
+ * folds leaves the shared counters untouched. All slots taken: fold first.
+ */
+static __always_inline void cg_note(u64 id, s64 weight, s64 step)
+{
+	struct cg_pending *pd = cg_pending_here();
+	u32 i, n;
+
+	stat_inc(STAT_CGROUP_LOAD_NOTES);
+	if (!pd) {
+		cg_update(id, weight, step);
+		return;
+	}
+	n = pd->used;
+	bpf_for (i, 0, CG_PENDING_SLOTS) {
+		if (i >= n)
+			break;
+		if (pd->id[i] == id) {
+			pd->load[i] += weight;
+			pd->nr[i] += step;
+			return;
+		}
+	}
+	if (n >= CG_PENDING_SLOTS) {
+		cg_pending_fold(pd);
+		n = 0;
+	}
+	pd->id[n] = id;
+	pd->load[n] = weight;
+	pd->nr[n] = step;
+	pd->used = n + 1;
+}
+
+/*
+ * Fold this CPU's pending cgroup load changes: at every tick of the CPU and
+ * when it goes idle, so that loads lag by at most a tick - the age that
+ * task_share() lets a share reach anyway.
+ */
+static __always_inline void weight_flush(void)
+{
+	struct cg_pending *pd;
+
+	if (!cgroup_weights || !(pd = cg_pending_here()) || !pd->used)
+		return;
+	cg_pending_fold(pd);
 }
 
 /* The weight @cg counts with in its parent's load (load units). */
@@ -140,7 +241,7 @@ static __always_inline void weight_runnable(struct task_struct *p,
 		return;
 	tctx->wcg_queued = tctx->wcg;
 	tctx->queued_weight = task_load(p->scx.weight);
-	cg_update(tctx->wcg_queued, tctx->queued_weight, 1);
+	cg_note(tctx->wcg_queued, tctx->queued_weight, 1);
 }
 
 /* @p stops being runnable: take its weight back. */
@@ -148,7 +249,7 @@ static __always_inline void weight_quiescent(struct task_ctx *tctx)
 {
 	if (!tctx->wcg_queued)
 		return;
-	cg_update(tctx->wcg_queued, -(s64)tctx->queued_weight, -1);
+	cg_note(tctx->wcg_queued, -(s64)tctx->queued_weight, -1);
 	tctx->wcg_queued = 0;
 }
 
