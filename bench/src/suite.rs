@@ -345,6 +345,12 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic("--no-shared-runq"),
         default: true,
     },
+    // In a VM's guest (the bench's VM included) --same-rq-pull's auto is on: this is its A/B.
+    Sched {
+        label: "mosaic-same-rq-off",
+        kind: Kind::Mosaic("--same-rq-pull=off"),
+        default: false,
+    },
     Sched {
         label: "mosaic-no-l2-locality",
         kind: Kind::Mosaic("--no-l2-locality"),
