@@ -993,10 +993,7 @@ mod tests {
     fn every_scheduler_has_a_colour_of_its_own() {
         let mut seen: Vec<(u8, u8, u8)> = crate::suite::SCHEDS
             .iter()
-            .map(|s| s.label)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|l| color(l).rgb())
+            .map(|s| color(s.label).rgb())
             .collect();
         let n = seen.len();
         seen.sort();

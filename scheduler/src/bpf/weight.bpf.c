@@ -29,10 +29,10 @@
  * the CPU folds into the shared counters at its next tick or when it goes
  * idle (weight_flush()); a cgroup whose count leaves or reaches zero adds or
  * takes back its cpu.weight one level up, so the walk up the tree happens on
- * those transitions only. Charging walks up from the
- * task's cgroup: effective weight = task weight x its cgroup's weight / its
- * cgroup's load x ... up to the top-level cgroup (Q16 fixed point); vtime
- * advances by runtime x 100 / effective weight. A weight changed while the
+ * those transitions only. Charging walks up from the task's cgroup:
+ * effective weight = task weight x its cgroup's weight / its cgroup's load x
+ * ... up to the top-level cgroup (Q16 fixed point); vtime advances by
+ * runtime x 100 / effective weight. A weight changed while the
  * cgroup is active can leave its parent's load off by the difference until
  * the cgroup idles; loads are clamped, never trusted below the charge's own
  * share. Loads count in LOAD_SCALE units of cpu.weight (nice 0: 3200), fine
