@@ -67,12 +67,16 @@ def test_sibling_shards_are_pulled_on_2llc_smt():
     assert all(len(shard) == 2 for shard in s["shards"])
     assert all(n > 0 for n in s["shard_enqueues_per_shard"]), s["shard_enqueues_per_shard"]
     assert s["shard_pulls_sibling"] > 0, s
+    # in a VM's guest --same-rq-pull's auto is on: some own-shard pulls take a task on the
+    # CPU's runqueue ahead of a head on another CPU's, others find none and take the head
+    assert s["shard_pulls_same_rq"] > 0 and s["shard_pulls_remote_rq"] > 0, s
 
 
 def test_no_shared_runq_never_touches_shards():
     g = run_guest("1llc", "foundation/hackbench.sh", "--no-shared-runq", 50)
     s = checked_stats(g, "stats")
     assert s["shard_enqueues"] == 0 and s["shard_pulls_sibling"] == 0
+    assert s["shard_pulls_same_rq"] == 0 and s["shard_pulls_remote_rq"] == 0
     assert s["cpu_enqueues"] > 0 and s["cpu_pulls"] > 0
     # seed 000's baseline is the kernel's newidle balance: CPUs about to idle pull from the
     # busiest CPU queue of the LLC (1llc: never from another LLC)

@@ -110,6 +110,9 @@ def assert_counters_consistent(s):
     pulls = s["shard_pulls_local"] + s["shard_pulls_sibling"] + s["shard_pulls_older"]
     assert pulls <= s["shard_enqueues"]
     assert sum(s["shard_enqueues_per_shard"]) == s["shard_enqueues"]
+    # an own-shard pull that looked for a task on its runqueue either found one ahead of the
+    # head, or took the head off another runqueue: both are own-shard pulls
+    assert s["shard_pulls_same_rq"] + s["shard_pulls_remote_rq"] <= s["shard_pulls_local"], s
     assert s["cpu_pulls"] <= s["cpu_enqueues"]
     # every wakeup that found an idle CPU says where, and how the task got there
     found = (s["prev_kept"] + s["wake_sync"] + s["wake_l2_idle"] + s["wake_llc_idle"]

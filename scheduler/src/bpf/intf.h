@@ -26,8 +26,9 @@ enum mosaic_limits {
 	 * other LLCs (all of them on machines with that few) */
 	STEAL_PROBES = 8,
 	/* a CPU pulling from its own shard looks at this many tasks for one
-	 * already on its runqueue (shard.bpf.c) */
-	SAME_RQ_LOOK_AHEAD = 4,
+	 * already on its runqueue (shard.bpf.c); 16 rather than 4 halved the
+	 * pulls off other runqueues under hackbench (2llc-smt, TCG) */
+	SAME_RQ_LOOK_AHEAD = 16,
 	/* CPUs of its partition a task outside it looks at for a swap */
 	GROUP_SWAP_PROBES = 8,
 	/* cpu.weight: cgroups tracked, and levels of the tree walked */
@@ -167,9 +168,12 @@ enum mosaic_stat {
 			       * none due before it (vtime a slice older, or
 			       * waiting a slice already) */
 	/* seed 000: the own-shard pull (shard.bpf.c) */
-	STAT_SHARD_PULLS_SAME_RQ, /* CPU took from its own shard, ahead of the
-				   * head, a task already on its runqueue (no
-				   * migration), within a slice of vtime */
+	STAT_SHARD_PULLS_SAME_RQ,   /* CPU took from its own shard, ahead of the
+				     * head, a task already on its runqueue (no
+				     * migration), within a slice of vtime */
+	STAT_SHARD_PULLS_REMOTE_RQ, /* ... or, none within reach, took the
+				     * head off another CPU's runqueue (a
+				     * migration under both runqueue locks) */
 	/* cgroup cpu.weight: per-CPU load slots (weight.bpf.c) */
 	STAT_CGROUP_LOAD_NOTES, /* a task of a cgroup became runnable or
 				 * quiescent: noted in the CPU's slots */

@@ -33,8 +33,10 @@
  * holds the tasks of all its CPUs): taking a task off another CPU's runqueue
  * migrates it under both runqueue locks, and a vCPU that the host preempted
  * while holding one stalls the taker. Under TCG such a pull cost about 20x
- * one from the CPU's own runqueue (hackbench, 2llc-smt). On bare metal the
- * walk's DSQ locking costs more than it saves (simulator, ryzen-7950x).
+ * one from the CPU's own runqueue (hackbench, 2llc-smt). It passes the head
+ * over only if the head is on the runqueue of a CPU of the shard, which will
+ * take it. On bare metal the walk's DSQ locking costs more than it saves
+ * (simulator, ryzen-7950x).
  *
  * WHY
  * A shared queue per LLC makes a CPU that would go idle find waiting work
@@ -253,23 +255,16 @@ static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat)
 }
 
 /*
- * Take a task from @cpu's own @shard: with same_rq_pull, the first of the
- * tasks within a slice of the head's vtime (at most SAME_RQ_LOOK_AHEAD of
- * them) that is already on @cpu's runqueue, else the head. Moving a task
- * that is on another CPU's runqueue migrates it under both runqueue locks;
- * one already here is only relinked. A slice of vtime is the disorder
- * pull_older_sibling() allows across shards too. True if a task moved to
- * @cpu's local DSQ.
+ * Move to @cpu's local DSQ the first task of @shard, among the first
+ * SAME_RQ_LOOK_AHEAD within a slice of the head's vtime, that is already on
+ * @cpu's runqueue. True if one moved.
  */
-static __always_inline bool pull_own_shard(s32 cpu, u64 shard)
+static __always_inline bool pull_same_rq(s32 cpu, u64 shard)
 {
-	struct task_struct *p = __COMPAT_scx_bpf_dsq_peek(shard);
+	struct task_struct *p;
 	u64 limit = 0;
 	u32 seen = 0;
 
-	/* off, or the head is here already (or gone): no walk */
-	if (!same_rq_pull || !p || scx_bpf_task_cpu(p) == cpu)
-		return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
 	bpf_for_each (scx_dsq, p, shard, 0) {
 		if (!seen)
 			limit = p->scx.dsq_vtime + slice_ns;
@@ -287,7 +282,36 @@ static __always_inline bool pull_own_shard(s32 cpu, u64 shard)
 			return true;
 		}
 	}
-	return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
+	return false;
+}
+
+/*
+ * Take a task from @cpu's own @shard: with same_rq_pull, one already on
+ * @cpu's runqueue (pull_same_rq()), unless the head is. Moving a task that is
+ * on another CPU's runqueue migrates it under both runqueue locks; one
+ * already here is only relinked. The head is passed over only if it is on
+ * the runqueue of a CPU of this shard, which takes it first when it
+ * dispatches (and dispatches within a slice of the head's wait, see
+ * prev_keeps_cpu()); a head on any other runqueue has no such CPU. A slice
+ * of vtime is the disorder pull_older_sibling() allows across shards too.
+ * True if a task moved to @cpu's local DSQ.
+ */
+static __always_inline bool pull_own_shard(s32 cpu, u64 shard)
+{
+	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(shard);
+	s32 head_cpu;
+
+	if (!same_rq_pull || !head)
+		return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
+	head_cpu = scx_bpf_task_cpu(head);
+	if (head_cpu == cpu)
+		return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
+	if (shard_of(head_cpu) == shard_of(cpu) && pull_same_rq(cpu, shard))
+		return true;
+	if (!pull_from(shard, STAT_SHARD_PULLS_LOCAL))
+		return false;
+	stat_inc(STAT_SHARD_PULLS_REMOTE_RQ);
+	return true;
 }
 
 /*

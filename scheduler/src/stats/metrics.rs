@@ -181,6 +181,10 @@ pub struct Metrics {
     pub prev_kept_ahead: u64,
     #[stat(desc = "own-shard pull took, ahead of the head, a task already on the CPU's runqueue")]
     pub shard_pulls_same_rq: u64,
+    #[stat(
+        desc = "own-shard pull (--same-rq-pull) found none on its runqueue: took the head off another's"
+    )]
+    pub shard_pulls_remote_rq: u64,
     #[stat(desc = "cpu.weight: a cgroup's task became runnable or quiescent (noted per CPU)")]
     pub cgroup_load_notes: u64,
     #[stat(desc = "cpu.weight: a CPU's net change to a cgroup's load folded into shared counters")]
