@@ -149,7 +149,8 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 	}
 
 	if (whole) {
-		if (!no_l2_locality) {
+		/* an L2 of prev alone: the prev check above was its search */
+		if (!no_l2_locality && nr_l2s < nr_cpu_ids) {
 			cpu = found_near(pick_idle_in(p, util,
 						      l2_cpus(l2_of(prev)),
 						      prev),
@@ -170,6 +171,9 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 			stat_inc(STAT_WAKE_CAPACITY);
 		return cpu;
 	}
+	/* one LLC: the LLC search above covered every CPU @p may use */
+	if (whole && nr_llcs == 1)
+		return -1;
 	return found_near(scx_bpf_pick_idle_cpu(p->cpus_ptr, 0), prev);
 }
 
