@@ -299,12 +299,10 @@ static __always_inline bool pull_same_rq(s32 cpu, u64 shard)
 static __always_inline bool pull_own_shard(s32 cpu, u64 shard)
 {
 	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(shard);
-	s32 head_cpu;
+	s32 head_cpu = head ? scx_bpf_task_cpu(head) : cpu;
 
-	if (!same_rq_pull || !head)
-		return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
-	head_cpu = scx_bpf_task_cpu(head);
-	if (head_cpu == cpu)
+	/* off, or the head is here already (or gone): no walk */
+	if (!same_rq_pull || head_cpu == cpu)
 		return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
 	if (shard_of(head_cpu) == shard_of(cpu) && pull_same_rq(cpu, shard))
 		return true;

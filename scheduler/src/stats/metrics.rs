@@ -182,7 +182,7 @@ pub struct Metrics {
     #[stat(desc = "own-shard pull took, ahead of the head, a task already on the CPU's runqueue")]
     pub shard_pulls_same_rq: u64,
     #[stat(
-        desc = "own-shard pull (--same-rq-pull) found none on its runqueue: took the head off another's"
+        desc = "own-shard pull (--same-rq-pull) took the head off another CPU's runqueue: none of its own in reach"
     )]
     pub shard_pulls_remote_rq: u64,
     #[stat(desc = "cpu.weight: a cgroup's task became runnable or quiescent (noted per CPU)")]
