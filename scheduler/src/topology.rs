@@ -287,10 +287,25 @@ impl Topology {
     /// 4 % slower on xeon-4s and 23 % on skylake-18c (36 CPUs, one LLC) than
     /// with shards of 2 - the shard-lock contention the seed measured; pass
     /// --shard-size 2 for such a workload on such a machine.
+    ///
+    /// In a virtual machine's guest the floor is 1, not 2: a shard is one
+    /// core, a lone vCPU where the guest sees no SMT. Taking a task queued by
+    /// another vCPU moves it under that vCPU's runqueue lock, and a vCPU the
+    /// host has descheduled while holding it stalls the taker for as long as
+    /// the host keeps it off. Under TCG (1llc, hackbench) 5 % of such moves
+    /// stalled 1-32 ms, against 0.3 % of moves within the CPU's own runqueue,
+    /// and those stalls were two thirds of ops.dispatch's time; shards of one
+    /// vCPU cut BPF ns/call by 23 % (hackbench) and 13 % (messaging) against
+    /// shards of 2, and did not slow either (docs/bench/analysis.md).
     pub fn default_shard_size(&self) -> usize {
         let mut sizes: Vec<usize> = self.l2s.iter().map(|l| l.len()).collect();
         sizes.sort_unstable();
-        let l2 = sizes.get(sizes.len() / 2).copied().unwrap_or(1).clamp(2, 8);
+        let floor = if self.guest { 1 } else { 2 };
+        let l2 = sizes
+            .get(sizes.len() / 2)
+            .copied()
+            .unwrap_or(1)
+            .clamp(floor, 8);
         let widest = self.llcs.iter().map(Vec::len).max().unwrap_or(1);
         l2.max(widest.div_ceil(DEFAULT_SHARDS_PER_LLC))
     }
@@ -468,6 +483,25 @@ pub mod tests {
         let wide = topo(96, 48, true, 1);
         assert_eq!(wide.default_shard_size(), 6);
         assert_eq!(wide.shard_layout(6, 64).llc_nr_shards, vec![8, 8]);
+    }
+
+    #[test]
+    fn a_guest_shard_is_one_core_even_a_lone_vcpu() {
+        let mut t = topo(4, 4, false, 1);
+        t.guest = true;
+        assert_eq!(t.default_shard_size(), 1);
+        assert_eq!(t.shard_layout(1, 64).llc_nr_shards, vec![4]);
+        // SMT siblings stay together; the LLC bound still holds
+        let mut t = topo(8, 4, true, 1);
+        t.guest = true;
+        assert_eq!(t.default_shard_size(), 2);
+        let mut wide = topo(96, 48, true, 1);
+        wide.guest = true;
+        assert_eq!(wide.default_shard_size(), 6);
+        let mut flat = topo(16, 8, false, 1);
+        flat.guest = true;
+        assert_eq!(flat.default_shard_size(), 1);
+        assert_eq!(flat.shard_layout(1, 64).llc_nr_shards, vec![8, 8]);
     }
 
     #[test]
