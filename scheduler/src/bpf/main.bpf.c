@@ -188,71 +188,21 @@ static __always_inline bool prev_should_move(struct task_struct *prev, s32 cpu)
 }
 
 /*
- * Whether the head of @dsq should run before @prev: its vtime is more than a
- * slice before @prev's, or it has waited a slice already (real time: keeping
- * prev adds at most one slice to a wait, and a heavy-weight prev, whose
- * vtime crawls, cannot hold the CPU for long). One lock-free peek; sets
- * *@queued if @dsq has a head.
- */
-static __always_inline bool head_due_before(u64 dsq, struct task_struct *prev,
-					    u64 now, bool *queued)
-{
-	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(dsq);
-	struct task_ctx *tctx;
-
-	if (!head)
-		return false;
-	*queued = true;
-	if (time_before(head->scx.dsq_vtime, prev->scx.dsq_vtime - slice_ns))
-		return true;
-	tctx = task_ctx_of(head);
-	return tctx && tctx->runnable_at &&
-	       time_before(tctx->runnable_at + slice_ns, now);
-}
-
-/*
- * Whether a task queued in @cpu's LLC that @cpu would take is due before
- * @prev (head_due_before()): the head of @cpu's own queue, or of any shard of
- * the LLC - in one pass, the heads the pulls would otherwise read. Sets
- * *@queued if any of them has a task.
- */
-static __always_inline bool
-llc_head_due_before(s32 cpu, struct task_struct *prev, bool *queued)
-{
-	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
-	u32 n = llc_nr_shards[llc], i;
-	u64 now = scx_bpf_now();
-
-	if (head_due_before(cpu_dsq_id(cpu), prev, now, queued))
-		return true;
-	if (no_shared_runq)
-		return false;
-	bpf_for (i, 0, n) {
-		if (i >= MAX_SHARDS_PER_LLC)
-			break;
-		if (head_due_before(shard_dsq_id(first + i), prev, now, queued))
-			return true;
-	}
-	return false;
-}
-
-/*
  * At its slice end, whether runnable @prev keeps @cpu for another slice: it
  * need not move (prev_should_move()), is of no cpu.idle cgroup, and no task
- * queued in the LLC is due before it (llc_head_due_before()). If it keeps
- * it, count whether others were queued (prev_kept_ahead) or not.
+ * queued in the LLC is due before it (@scan, llc_scan()). If it keeps it,
+ * count whether others were queued (prev_kept_ahead) or not.
  */
-static __always_inline bool prev_keeps_cpu(struct task_struct *prev, s32 cpu)
+static __always_inline bool prev_keeps_cpu(struct task_struct *prev, s32 cpu,
+					   const struct llc_scan *scan)
 {
 	struct task_ctx *tctx;
-	bool queued = false;
 
 	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) ||
 	    !(tctx = task_ctx_of(prev)) || tctx->in_idle_cgroup ||
-	    prev_should_move(prev, cpu) ||
-	    llc_head_due_before(cpu, prev, &queued))
+	    prev_should_move(prev, cpu) || scan->due)
 		return false;
-	stat_inc(queued ? STAT_PREV_KEPT_AHEAD : STAT_PREV_REFILLED);
+	stat_inc(scan->queued ? STAT_PREV_KEPT_AHEAD : STAT_PREV_REFILLED);
 	return true;
 }
 
@@ -267,15 +217,19 @@ static __always_inline bool prev_keeps_cpu(struct task_struct *prev, s32 cpu)
  */
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
+	struct llc_scan scan;
+
 	bw_unpark();
 	if (pull_idle_cgroup(cpu, true))
 		return;
-	if (prev_keeps_cpu(prev, cpu)) {
+	llc_scan(cpu, prev && (prev->scx.flags & SCX_TASK_QUEUED) ? prev : NULL,
+		 &scan);
+	if (prev_keeps_cpu(prev, cpu, &scan)) {
 		prev->scx.slice = slice_ns;
 		return;
 	}
-	if (pull_older_sibling(cpu) || pull_own_queues(cpu) ||
-	    pull_sibling_shards(cpu))
+	if (pull_older_sibling(cpu, &scan) || pull_own_queues(cpu, &scan) ||
+	    pull_sibling_shards(cpu, &scan))
 		return;
 	/* a runnable task of an idle cgroup takes turns with its peers */
 	if (idle_cgroup_takes_turns(prev, cpu))

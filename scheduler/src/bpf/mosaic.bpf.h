@@ -338,9 +338,27 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu);
 static __always_inline void overload_for(struct task_struct *p);
 /* move @dsq's first task this CPU may run to its local DSQ, count @stat */
 static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat);
-static __always_inline bool pull_own_queues(s32 cpu);
-static __always_inline bool pull_older_sibling(s32 cpu);
-static __always_inline bool pull_sibling_shards(s32 cpu);
+/*
+ * What one dispatch reads of its CPU's queues and its LLC's shards, each
+ * head peeked once, without a lock (llc_scan()); the pulls below act on it.
+ */
+struct llc_scan {
+	struct task_struct *cpu_head; /* head of the CPU's own queue */
+	struct task_struct *own_head; /* head of the CPU's own shard */
+	u64 older_dsq;	  /* sibling shard whose head is more than a slice
+			   * older than own_head's, the oldest (0: none) */
+	u64 sibling_mask; /* bit i: the i-th sibling in walk order has a head */
+	bool queued;	  /* some queue read has a task */
+	bool due;	  /* a head is due before the runnable prev */
+};
+static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
+				     struct llc_scan *scan);
+static __always_inline bool pull_own_queues(s32 cpu,
+					    const struct llc_scan *scan);
+static __always_inline bool pull_older_sibling(s32 cpu,
+					       const struct llc_scan *scan);
+static __always_inline bool pull_sibling_shards(s32 cpu,
+						const struct llc_scan *scan);
 static __always_inline bool pull_busiest_cpu_queue(s32 cpu);
 static __always_inline void newidle_note_idle(s32 cpu, u64 now);
 static __always_inline bool cpu_has_waiters(s32 cpu);

@@ -15,10 +15,11 @@
  * HOW
  * Shard s is DSQ SHARD_DSQ_BASE + s; CPU c's own queue is DSQ c. Rust numbers
  * the shards (cpu_shard[], llc_first_shard[], llc_nr_shards[]), keeping SMT
- * siblings in one shard. The sibling walk starts after the CPU's own shard
- * and wraps, so the CPUs of one shard do not all raid the same neighbour; it
- * reads each shard's length without a lock and only locks a shard that has
- * something. The walk is O(#shards in the LLC), never O(#CPUs). Queueing a
+ * siblings in one shard. A CPU's dispatch reads its LLC in one pass
+ * (llc_scan()): it peeks each shard's head once, without a lock, starting
+ * after its own shard and wrapping, so the CPUs of one shard do not all raid
+ * the same neighbour, and locks only a shard it takes from. The pass is
+ * O(#shards in the LLC), never O(#CPUs). Queueing a
  * task kicks an idle CPU of the LLC so that it pulls at once. With
  * --no-shared-runq every task waits on its CPU's own queue and a CPU about to
  * idle pulls from the busiest CPU queue of its LLC, else of the machine: the
@@ -213,38 +214,95 @@ static __always_inline void overload_for(struct task_struct *p)
 		overload_set();
 }
 
-/* Vtime of the first task queued on @dsq_id, or false if it is empty. */
-static __always_inline bool dsq_head_vtime(u64 dsq_id, u64 *vtime)
-{
-	struct task_struct *p;
-
-	if (!scx_bpf_dsq_nr_queued(dsq_id))
-		return false;
-	p = __COMPAT_scx_bpf_dsq_peek(dsq_id);
-	if (!p)
-		return false;
-	*vtime = p->scx.dsq_vtime;
-	return true;
-}
-
 /*
- * Whether @cpu should take the head of @dsq, a sibling shard: on big.LITTLE
- * machines a head too big for @cpu only if another task waits behind it (a
- * CPU it fits will take that one), as kick_for() wakes no little CPU for a
- * lone big task: it waits at most a slice for a big CPU rather than run a
- * slice on a little one that the misfit move then undoes (seed 002).
+ * Whether @cpu should take @head, the head of @dsq, a sibling shard: on
+ * big.LITTLE machines a head too big for @cpu only if another task waits
+ * behind it (a CPU it fits will take that one), as kick_for() wakes no little
+ * CPU for a lone big task: it waits at most a slice for a big CPU rather than
+ * run a slice on a little one that the misfit move then undoes (seed 002).
+ * @head NULL: peek it.
  */
-static __always_inline bool head_suits(s32 cpu, u64 dsq)
+static __always_inline bool head_suits(s32 cpu, u64 dsq,
+				       struct task_struct *head)
 {
-	struct task_struct *p;
 	struct task_ctx *tctx;
 
 	if (!asym_capacity || scx_bpf_dsq_nr_queued(dsq) != 1)
 		return true;
-	p = __COMPAT_scx_bpf_dsq_peek(dsq);
-	if (!p || !(tctx = task_ctx_of(p)))
+	if (!head)
+		head = __COMPAT_scx_bpf_dsq_peek(dsq);
+	if (!head || !(tctx = task_ctx_of(head)))
 		return true;
 	return cpu_fits_task(cpu, tctx->util);
+}
+
+/*
+ * Whether @head, a queued task, should run before the runnable @prev: its
+ * vtime is more than a slice before @prev's, or it has waited a slice already
+ * (real time: keeping prev adds at most one slice to a wait, and a
+ * heavy-weight prev, whose vtime crawls, cannot hold the CPU for long).
+ */
+static __always_inline bool head_due_before(struct task_struct *head,
+					    struct task_struct *prev, u64 now)
+{
+	struct task_ctx *tctx;
+
+	if (time_before(head->scx.dsq_vtime, prev->scx.dsq_vtime - slice_ns))
+		return true;
+	tctx = task_ctx_of(head);
+	return tctx && tctx->runnable_at &&
+	       time_before(tctx->runnable_at + slice_ns, now);
+}
+
+/*
+ * Fill @scan for @cpu's dispatch in one pass: peek, without a lock, the head
+ * of the CPU's own queue and of each shard of its LLC once - its own shard
+ * first, then the siblings in walk order (after its own, wrapping, so that
+ * the CPUs of one shard do not all raid the same neighbour). With @prev (its
+ * slice over, still runnable), note whether a head is due before it. A head
+ * may be taken by another CPU before a pull acts on the scan; the pull then
+ * takes the next task or none. O(#shards in the LLC), never O(#CPUs).
+ */
+static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
+				     struct llc_scan *scan)
+{
+	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
+	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i;
+	u64 now = prev ? scx_bpf_now() : 0, oldest = 0, dsq;
+	struct task_struct *head;
+
+	__builtin_memset(scan, 0, sizeof(*scan));
+	head = __COMPAT_scx_bpf_dsq_peek(cpu_dsq_id(cpu));
+	if (head) {
+		scan->cpu_head = head;
+		scan->queued = true;
+		scan->due = prev && head_due_before(head, prev, now);
+	}
+	if (no_shared_runq)
+		return;
+	bpf_for (i, 0, n) {
+		if (i >= MAX_SHARDS_PER_LLC)
+			break;
+		dsq = shard_dsq_id(first + (own + i) % n);
+		head = __COMPAT_scx_bpf_dsq_peek(dsq);
+		if (!head)
+			continue;
+		scan->queued = true;
+		if (prev && !scan->due)
+			scan->due = head_due_before(head, prev, now);
+		if (!i) {
+			scan->own_head = head;
+			oldest = head->scx.dsq_vtime - slice_ns;
+			continue;
+		}
+		scan->sibling_mask |= 1ULL << i;
+		if (scan->own_head &&
+		    time_before(head->scx.dsq_vtime, oldest) &&
+		    head_suits(cpu, dsq, head)) {
+			oldest = head->scx.dsq_vtime;
+			scan->older_dsq = dsq;
+		}
+	}
 }
 
 /* Move the first task @cpu may run from @dsq to its local DSQ; count it. */
@@ -298,12 +356,12 @@ static __always_inline bool pull_same_rq(s32 cpu, u64 shard)
  * of vtime is the disorder pull_older_sibling() allows across shards too.
  * True if a task moved to @cpu's local DSQ.
  */
-static __always_inline bool pull_own_shard(s32 cpu, u64 shard)
+static __always_inline bool pull_own_shard(s32 cpu, u64 shard,
+					   struct task_struct *head)
 {
-	struct task_struct *head = __COMPAT_scx_bpf_dsq_peek(shard);
-	s32 head_cpu = head ? scx_bpf_task_cpu(head) : cpu;
+	s32 head_cpu = scx_bpf_task_cpu(head);
 
-	/* off, or the head is here already (or gone): no walk */
+	/* off, or the head is here already: no walk */
 	if (!same_rq_pull || head_cpu == cpu)
 		return pull_from(shard, STAT_SHARD_PULLS_LOCAL);
 	if (shard_of(head_cpu) == shard_of(cpu) && pull_same_rq(cpu, shard))
@@ -316,61 +374,47 @@ static __always_inline bool pull_own_shard(s32 cpu, u64 shard)
 
 /*
  * Take work from @cpu's own queue or its own shard, whichever holds the
- * older (smaller vtime) head, falling back to the other. True if a task
- * was moved to @cpu's local DSQ. The own queue is usually empty (it holds
- * only pinned tasks), so that case costs one lock-free length read.
+ * older (smaller vtime) head by @scan, falling back to the other. True if a
+ * task was moved to @cpu's local DSQ. The own queue is usually empty (it
+ * holds only pinned tasks).
  */
-static __always_inline bool pull_own_queues(s32 cpu)
+static __always_inline bool pull_own_queues(s32 cpu,
+					    const struct llc_scan *scan)
 {
 	u64 own = cpu_dsq_id(cpu), shard = shard_dsq_id(shard_of(cpu));
-	u64 own_vtime, shard_vtime;
+	struct task_struct *head = scan->own_head;
 
-	if (!scx_bpf_dsq_nr_queued(own))
-		return !no_shared_runq && scx_bpf_dsq_nr_queued(shard) &&
-		       pull_own_shard(cpu, shard);
-	if (no_shared_runq || !dsq_head_vtime(shard, &shard_vtime) ||
-	    !dsq_head_vtime(own, &own_vtime) ||
-	    !time_before(shard_vtime, own_vtime))
+	if (!scan->cpu_head)
+		return head && pull_own_shard(cpu, shard, head);
+	if (!head ||
+	    !time_before(head->scx.dsq_vtime, scan->cpu_head->scx.dsq_vtime))
 		return pull_from(own, STAT_CPU_PULLS) ||
-		       (!no_shared_runq && pull_own_shard(cpu, shard));
-	return pull_own_shard(cpu, shard) || pull_from(own, STAT_CPU_PULLS);
+		       (head && pull_own_shard(cpu, shard, head));
+	return pull_own_shard(cpu, shard, head) ||
+	       pull_from(own, STAT_CPU_PULLS);
 }
 
 /*
  * Fairness across the shards of an LLC: if another shard's head is more than
- * a slice older (in vtime) than the head of @cpu's own shard, take it, so
- * that the LLC orders its tasks as one queue would, give or take a slice,
- * however they spread over shards (weights and cpu.weight hold across
- * shards). One lock-free peek per sibling shard; true if a task moved.
+ * a slice older (in vtime) than the head of @cpu's own shard, take the
+ * oldest such (@scan->older_dsq), so that the LLC orders its tasks as one
+ * queue would, give or take a slice, however they spread over shards
+ * (weights and cpu.weight hold across shards). A task pinned here, on the
+ * CPU's own queue, is served first. True if a task moved.
  */
-static __always_inline bool pull_older_sibling(s32 cpu)
+static __always_inline bool pull_older_sibling(s32 cpu,
+					       const struct llc_scan *scan)
 {
-	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
-	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i, s;
-	u64 oldest, vtime, dsq = 0;
-
-	/* a task pinned here waits on the CPU's own queue: serve it first */
-	if (no_shared_runq || n <= 1 ||
-	    scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)) ||
-	    !dsq_head_vtime(shard_dsq_id(shard_of(cpu)), &oldest))
-		return false;
-	oldest -= slice_ns;
-	bpf_for (i, 1, n) {
-		if (i >= MAX_SHARDS_PER_LLC)
-			break;
-		s = first + (own + i) % n;
-		if (dsq_head_vtime(shard_dsq_id(s), &vtime) &&
-		    time_before(vtime, oldest) &&
-		    head_suits(cpu, shard_dsq_id(s))) {
-			oldest = vtime;
-			dsq = shard_dsq_id(s);
-		}
-	}
-	return dsq && pull_from(dsq, STAT_SHARD_PULLS_OLDER);
+	return !scan->cpu_head && scan->older_dsq &&
+	       pull_from(scan->older_dsq, STAT_SHARD_PULLS_OLDER);
 }
 
-/* Take work from the other shards of @cpu's LLC. True if a task moved. */
-static __always_inline bool pull_sibling_shards(s32 cpu)
+/*
+ * Take work from the other shards of @cpu's LLC that @scan saw a head in, in
+ * walk order. True if a task moved.
+ */
+static __always_inline bool pull_sibling_shards(s32 cpu,
+						const struct llc_scan *scan)
 {
 	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
 	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i;
@@ -383,8 +427,10 @@ static __always_inline bool pull_sibling_shards(s32 cpu)
 	bpf_for (i, 1, n) {
 		if (i >= MAX_SHARDS_PER_LLC)
 			break;
+		if (!(scan->sibling_mask & (1ULL << i)))
+			continue;
 		dsq = shard_dsq_id(first + (own + i) % n);
-		if (scx_bpf_dsq_nr_queued(dsq) && head_suits(cpu, dsq) &&
+		if (head_suits(cpu, dsq, NULL) &&
 		    pull_from(dsq, STAT_SHARD_PULLS_SIBLING))
 			return true;
 	}
