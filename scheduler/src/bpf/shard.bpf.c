@@ -411,7 +411,7 @@ static __always_inline bool pull_older_sibling(s32 cpu,
 
 /*
  * Take work from the other shards of @cpu's LLC that @scan saw a head in, in
- * walk order. True if a task moved.
+ * walk order, up to the last of them. True if a task moved.
  */
 static __always_inline bool pull_sibling_shards(s32 cpu,
 						const struct llc_scan *scan)
@@ -424,8 +424,12 @@ static __always_inline bool pull_sibling_shards(s32 cpu,
 		return false;
 
 	stat_inc(STAT_SIBLING_SCANS);
+	if (!scan->sibling_mask)
+		return false;
 	bpf_for (i, 1, n) {
 		if (i >= MAX_SHARDS_PER_LLC)
+			break;
+		if (!(scan->sibling_mask >> i))
 			break;
 		if (!(scan->sibling_mask & (1ULL << i)))
 			continue;
