@@ -41,8 +41,7 @@ pub enum SameRqPull {
 #[command(name = "scx_mosaic", version = crate::VERSION.as_str(), after_help = EXAMPLES)]
 pub struct Opts {
     /// CPUs per shard of each LLC's shared runqueue (SMT cores are never
-    /// split, but in a virtual machine's guest). Default: the CPUs sharing an
-    /// L2, clamped to 2..=8; one vCPU in a guest.
+    /// split). Default: the CPUs sharing an L2, clamped to 2..=8.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=512))]
     pub shard_size: Option<u32>,
 

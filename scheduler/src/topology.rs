@@ -288,33 +288,22 @@ impl Topology {
     /// with shards of 2 - the shard-lock contention the seed measured; pass
     /// --shard-size 2 for such a workload on such a machine.
     ///
-    ///
-    /// In a virtual machine's guest the default is one vCPU per shard (more
-    /// only if an LLC has more than DEFAULT_SHARDS_PER_LLC vCPUs), and the
-    /// guest's SMT siblings may be split (shard_layout()). Taking a task
-    /// queued by another vCPU moves it under that vCPU's runqueue lock, and a
-    /// vCPU the host has descheduled while holding it stalls the taker for
-    /// as long as the host keeps it off. Under TCG (1llc, hackbench) 5 % of
-    /// such moves stalled 1-32 ms, against 0.3 % of moves within the CPU's
-    /// own runqueue, and those stalls were two thirds of ops.dispatch's time.
-    /// Shards of one vCPU cut BPF ns/call by 13-23 % on 1llc, 16cpu and
-    /// 2llc-smt, and slowed nothing (docs/bench/analysis.md).
+    /// A VM's guest keeps the same default. One vCPU per shard there cut BPF
+    /// ns/call by 13-23 % under TCG (remote-runqueue moves stall on a vCPU
+    /// the host descheduled), but broke cpu.weight and cpu.idle: a 3:1
+    /// weight split ran 2.2:1 and an idle cgroup took 2.6 % of a busy one's
+    /// CPU on 1llc. Weights order tasks within a shard, and across shards
+    /// only to within a slice; with a CPU per shard each keeps its own mix.
     pub fn default_shard_size(&self) -> usize {
-        let widest = self.llcs.iter().map(Vec::len).max().unwrap_or(1);
-        let bound = widest.div_ceil(DEFAULT_SHARDS_PER_LLC);
-        if self.guest {
-            return bound.max(1);
-        }
         let mut sizes: Vec<usize> = self.l2s.iter().map(|l| l.len()).collect();
         sizes.sort_unstable();
         let l2 = sizes.get(sizes.len() / 2).copied().unwrap_or(1).clamp(2, 8);
-        l2.max(bound)
+        let widest = self.llcs.iter().map(Vec::len).max().unwrap_or(1);
+        l2.max(widest.div_ceil(DEFAULT_SHARDS_PER_LLC))
     }
 
     /// Splits each LLC into shards of about @shard_size CPUs, never splitting
-    /// an SMT core, with shard sizes within one core of each other - except
-    /// in a guest, whose SMT siblings are vCPUs that each have a runqueue of
-    /// their own (default_shard_size()): there each vCPU counts alone.
+    /// an SMT core, with shard sizes within one core of each other.
     pub fn shard_layout(&self, shard_size: usize, max_per_llc: usize) -> ShardLayout {
         let mut layout = ShardLayout {
             shard_size,
@@ -323,11 +312,9 @@ impl Topology {
             llc_nr_shards: Vec::new(),
         };
         for llc in &self.llcs {
-            // CPUs of the LLC, core by core, so that siblings are adjacent;
-            // in a guest, vCPU by vCPU
-            let alone: Vec<Vec<usize>> = llc.iter().map(|&c| vec![c]).collect();
-            let units = if self.guest { &alone } else { &self.cores };
-            let mut cores: Vec<&Vec<usize>> = units
+            // CPUs of the LLC, core by core, so that siblings are adjacent.
+            let mut cores: Vec<&Vec<usize>> = self
+                .cores
                 .iter()
                 .filter(|core| core.iter().any(|c| llc.contains(c)))
                 .collect();
@@ -486,32 +473,6 @@ pub mod tests {
         assert_eq!(t.default_shard_size(), 8);
         // 48 CPUs of one LLC in SMT pairs: shards of 6, not 24 shards of 2
         let wide = topo(96, 48, true, 1);
-        assert_eq!(wide.default_shard_size(), 6);
-        assert_eq!(wide.shard_layout(6, 64).llc_nr_shards, vec![8, 8]);
-    }
-
-    #[test]
-    fn a_guest_shard_is_one_vcpu_smt_siblings_included() {
-        let mut t = topo(4, 4, false, 1);
-        t.guest = true;
-        assert_eq!(t.default_shard_size(), 1);
-        assert_eq!(t.shard_layout(1, 64).llc_nr_shards, vec![4]);
-        // a guest's SMT siblings are vCPUs with a runqueue each: split
-        let mut t = topo(8, 4, true, 1);
-        t.guest = true;
-        assert_eq!(t.default_shard_size(), 1);
-        let l = t.shard_layout(1, 64);
-        assert_eq!(l.llc_nr_shards, vec![4, 4]);
-        assert!(l.shards.iter().all(|s| s.len() == 1), "{:?}", l.shards);
-        // larger shards still follow the vCPU order, a core's pair together
-        let l = t.shard_layout(2, 64);
-        assert_eq!(
-            l.shards,
-            vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
-        );
-        // the LLC bound still holds: 48 vCPUs of one LLC, shards of 6
-        let mut wide = topo(96, 48, true, 1);
-        wide.guest = true;
         assert_eq!(wide.default_shard_size(), 6);
         assert_eq!(wide.shard_layout(6, 64).llc_nr_shards, vec![8, 8]);
     }

@@ -37,9 +37,7 @@
  * one from the CPU's own runqueue (hackbench, 2llc-smt). It passes the head
  * over only if the head is on the runqueue of a CPU of the shard, which will
  * take it. On bare metal the walk's DSQ locking costs more than it saves
- * (simulator, ryzen-7950x). In a guest the default shard is one vCPU
- * (topology.rs, default_shard_size()), so a task waits on its own vCPU's
- * shard and the walk serves only a --shard-size above 1.
+ * (simulator, ryzen-7950x).
  *
  * WHY
  * A shared queue per LLC makes a CPU that would go idle find waiting work
