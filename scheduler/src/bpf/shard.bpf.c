@@ -352,7 +352,8 @@ static __always_inline bool pull_same_rq(s32 cpu, u64 shard)
  * dispatches (and dispatches within a slice of the head's wait, see
  * prev_keeps_cpu()); a head on any other runqueue has no such CPU. A slice
  * of vtime is the disorder pull_older_sibling() allows across shards too.
- * True if a task moved to @cpu's local DSQ.
+ * @head is the shard's head as llc_scan() saw it. True if a task moved to
+ * @cpu's local DSQ.
  */
 static __always_inline bool pull_own_shard(s32 cpu, u64 shard,
 					   struct task_struct *head)
