@@ -106,6 +106,24 @@ static __always_inline bool pair_stays_on_waker(struct task_struct *p,
 }
 
 /*
+ * One read of the idle mask for @p waking on @prev: whether @prev is idle
+ * (@prev_idle), and whether any CPU @p may use is (returned). Under load the
+ * answer is no, and every search after the prev check would read the mask
+ * again to find nothing.
+ */
+static __always_inline bool idle_at_wakeup(struct task_struct *p, s32 prev,
+					   bool *prev_idle)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	bool any;
+
+	*prev_idle = bpf_cpumask_test_cpu(prev, idle);
+	any = *prev_idle || bpf_cpumask_intersects(idle, p->cpus_ptr);
+	scx_bpf_put_idle_cpumask(idle);
+	return any;
+}
+
+/*
  * The CPU for @p waking on @prev, claimed if idle (or the sync waker's own
  * CPU); -1 if no CPU is idle.
  */
@@ -115,6 +133,7 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 	bool whole = p->nr_cpus_allowed == nr_cpu_ids;
 	s32 this = bpf_get_smp_processor_id(), cpu;
 	u32 util = tctx->util;
+	bool any_idle, prev_idle;
 
 	if (asym_capacity && no_prev_first) {
 		cpu = pick_idle_by_capacity(p, util, this, NULL, CAP_FIRST_FIT);
@@ -132,11 +151,11 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 		return this;
 	}
 
-	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr)) {
+	any_idle = idle_at_wakeup(p, prev, &prev_idle);
+	if (prev_idle && bpf_cpumask_test_cpu(prev, p->cpus_ptr)) {
 		if (!task_fits(prev, util)) {
-			if (cpu_is_idle(prev))
-				stat_inc(STAT_PREV_REJECTED_CAPACITY);
-		} else if (claim_if_idle(prev)) {
+			stat_inc(STAT_PREV_REJECTED_CAPACITY);
+		} else if (scx_bpf_test_and_clear_cpu_idle(prev)) {
 			stat_inc(STAT_PREV_KEPT);
 			return prev;
 		}
@@ -147,6 +166,9 @@ static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,
 		stat_inc(STAT_WAKE_SYNC);
 		return this;
 	}
+	/* nothing @p may use was idle a moment ago: no search would find one */
+	if (!any_idle)
+		return -1;
 
 	if (whole) {
 		/* an L2 of prev alone: the prev check above was its search */
