@@ -73,6 +73,11 @@ pub struct Opts {
     #[arg(long)]
     pub no_overload_gate: bool,
 
+    /// Do not even out busy LLCs: a task moves to another LLC only when a
+    /// CPU there would otherwise idle, however many more wait in its own.
+    #[arg(long)]
+    pub no_llc_balance: bool,
+
     /// Ignore cgroup cpu.weight: charge every task by its nice weight alone,
     /// so a cgroup gets CPU time in proportion to its number of tasks.
     #[arg(long)]

@@ -89,6 +89,8 @@ pub struct Tunables {
     pub no_prev_first: bool,
     /// --no-overload-gate.
     pub no_overload_gate: bool,
+    /// --no-llc-balance.
+    pub no_llc_balance: bool,
     /// Honour cgroup cpu.weight (off with --no-cgroup-weights).
     pub cgroup_weights: bool,
     /// --gb-parent given: account cgroups per partition.
@@ -117,6 +119,8 @@ pub struct Tunables {
     pub llc_first_shard: Vec<u32>,
     /// Number of shards of each LLC.
     pub llc_nr_shards: Vec<u32>,
+    /// Number of CPUs of each LLC.
+    pub llc_nr_cpus: Vec<u32>,
 }
 
 /// Everything one load of the BPF scheduler is set up with, derived from
@@ -253,6 +257,7 @@ impl Tunables {
             no_l2_locality: opts.no_l2_locality,
             no_prev_first: opts.no_prev_first,
             no_overload_gate: opts.no_overload_gate,
+            no_llc_balance: opts.no_llc_balance,
             cgroup_weights: !opts.no_cgroup_weights,
             group_accounting: partitions.is_some(),
             group_balancer: partitions.is_some() && !opts.no_group_balancer,
@@ -271,6 +276,7 @@ impl Tunables {
             shard_llc,
             llc_first_shard: layout.llc_first_shard.iter().map(|&s| s as u32).collect(),
             llc_nr_shards: layout.llc_nr_shards.iter().map(|&n| n as u32).collect(),
+            llc_nr_cpus: topo.llcs.iter().map(|cpus| cpus.len() as u32).collect(),
         }
     }
 
@@ -311,6 +317,7 @@ macro_rules! with_tunable_fields {
             no_l2_locality,
             no_prev_first,
             no_overload_gate,
+            no_llc_balance,
             cgroup_weights,
             group_accounting,
             group_balancer,
@@ -324,7 +331,8 @@ macro_rules! with_tunable_fields {
             cpu_shard,
             shard_llc,
             llc_first_shard,
-            llc_nr_shards
+            llc_nr_shards,
+            llc_nr_cpus
         )
     };
 }

@@ -64,6 +64,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
+    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -75,6 +76,7 @@ pub fn make(name: &str, opts: &str, nr_cpus: usize) -> Result<Box<dyn Wl>> {
         "rr" => Box::new(Rr::new(&o, nr_cpus)),
         "memgroups" => Box::new(MemGroups::new(&o)),
         "schbench" => Box::new(Schbench::new(&o)),
+        "hogs" => Box::new(Hogs::new(&o)?),
         _ => bail!("unknown workload {name:?} (--list-workloads)"),
     })
 }
@@ -603,6 +605,115 @@ impl Wl for MemGroups {
     }
     fn metrics(&self, _end: u64) -> Value {
         json!({"groups": self.groups, "threads": self.threads, "shared": self.shared})
+    }
+}
+
+// ---------------------------------------------------------------- hogs
+
+/// Busy loops in cgroups of set cpu.weight: group g (cgroup g + 1) holds
+/// counts[g] loops at weights[g], all running until `ms` of simulated time.
+/// The report's per-cgroup runtime_ns shows how the CPU time was split.
+pub struct Hogs {
+    counts: Vec<usize>,
+    weights: Vec<u32>,
+    until_ns: u64,
+    /// the last group sleeps this long first, placed on CPU 0
+    late_ns: u64,
+    started: Vec<bool>,
+    /// ms of CPU each group ran from `from_ns` on (1 ms steps completed)
+    window_ms: Vec<u64>,
+    from_ns: u64,
+    group_of: Vec<usize>,
+}
+
+/// A ':'-separated list of numbers.
+fn colon_list(s: &str) -> Result<Vec<u64>> {
+    s.split(':')
+        .map(|x| {
+            x.parse()
+                .map_err(|_| anyhow::anyhow!("bad number {x:?} in {s:?}"))
+        })
+        .collect()
+}
+
+impl Hogs {
+    fn new(o: &Opts) -> Result<Hogs> {
+        let counts = colon_list(&o.s("counts", "8:4"))?;
+        let weights = colon_list(&o.s("weights", "100:300"))?;
+        if counts.len() != weights.len() || weights.iter().any(|&w| !(1..=10000).contains(&w)) {
+            bail!("hogs: counts and weights need one entry per group, weights 1-10000");
+        }
+        Ok(Hogs {
+            counts: counts.iter().map(|&c| c as usize).collect(),
+            weights: weights.iter().map(|&w| w as u32).collect(),
+            until_ns: o.get("ms", 4000) * 1_000_000,
+            late_ns: o.get("late_ms", 0) * 1_000_000,
+            started: vec![false; counts.iter().sum::<u64>() as usize],
+            window_ms: vec![0; counts.len()],
+            from_ns: o.get("from_ms", o.get("late_ms", 0) + 1000) * 1_000_000,
+            group_of: counts
+                .iter()
+                .enumerate()
+                .flat_map(|(g, &n)| std::iter::repeat_n(g, n as usize))
+                .collect(),
+        })
+    }
+}
+
+impl Hogs {
+    /// Whether task @t belongs to the last group.
+    fn in_last_group(&self, t: usize) -> bool {
+        let before: usize = self.counts[..self.counts.len() - 1].iter().sum();
+        t >= before
+    }
+}
+
+impl Wl for Hogs {
+    fn tasks(&self) -> Vec<TaskSpec> {
+        let mut v = Vec::new();
+        for (g, &n) in self.counts.iter().enumerate() {
+            for i in 0..n {
+                let mut t = TaskSpec::simple(&format!("hog-g{g}-{i}"), 64 << 10);
+                t.cgroup = 1 + g;
+                v.push(t);
+            }
+        }
+        v
+    }
+    fn step(&mut self, t: usize, now: u64, _w: &mut Vec<usize>) -> Step {
+        if now >= self.until_ns {
+            return Step::Exit;
+        }
+        if !self.started[t] {
+            self.started[t] = true;
+            if self.late_ns > 0 && self.in_last_group(t) {
+                return Step::Sleep(self.late_ns);
+            }
+        } else if now >= self.from_ns + 1_000_000 {
+            self.window_ms[self.group_of[t]] += 1;
+        }
+        Step::Run(1_000_000)
+    }
+    fn start_cpu(&self, i: usize) -> Option<usize> {
+        (self.late_ns > 0 && self.in_last_group(i)).then_some(0)
+    }
+    fn done(&self) -> bool {
+        false
+    }
+    fn metrics(&self, _end: u64) -> Value {
+        let per_weight: Vec<f64> = (self.window_ms.iter().zip(&self.weights))
+            .map(|(&ms, &w)| ms as f64 / w as f64)
+            .collect();
+        let lo = per_weight.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = per_weight.iter().copied().fold(0.0, f64::max);
+        json!({"counts": self.counts, "weights": self.weights, "window_ms": self.window_ms,
+               "window_from_s": self.from_ns as f64 / 1e9,
+               "share_min_over_max": if hi > 0.0 { lo / hi } else { 0.0 }})
+    }
+    fn cgroup_weights(&self) -> Vec<u32> {
+        std::iter::once(100)
+            .chain(self.weights.iter().copied())
+            .collect()
     }
 }
 

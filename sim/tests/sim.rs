@@ -361,3 +361,33 @@ fn work_per_scheduling_event_does_not_grow_with_the_machine() {
         }
     }
 }
+
+/// CPU ms per unit of weight of the least served cgroup over the most served
+/// one, in the hogs workload's window (1.0: shares exact).
+fn hogs_share(j: &Value) -> f64 {
+    j["workload"]["share_min_over_max"].as_f64().unwrap()
+}
+
+#[test]
+fn busy_llcs_even_out_so_cgroup_shares_hold_across_llcs() {
+    // two equal cgroups of 8 busy loops on 2 LLCs of 4 CPUs; the second is
+    // forked from CPU 0 a second in, while every CPU is busy: without
+    // balancing its tasks never leave LLC 0 and it gets half the CPU of the
+    // first; with it, both get the same to within 10 %
+    let w = "hogs:counts=8:8,weights=100:100,late_ms=1000,ms=5000";
+    let (on, off) = ab(
+        "hogs",
+        &["--machine", "2llc-smt", "--workload", w],
+        "--sched-arg=--no-llc-balance",
+    );
+    assert!(hogs_share(&on) >= 0.9, "{}", on["workload"]);
+    assert!(counter(&on, "llc_balance_pulls") > 0);
+    assert!(hogs_share(&off) < 0.6, "{}", off["workload"]);
+    assert_eq!(counter(&off, "llc_balance_hints"), 0);
+    // cpu.weight 3:1, 16 loops against 8, on 2 LLCs of 8 CPUs: the flat
+    // split within 15 % of 3:1 (it was 0.72:1 without balancing)
+    let w = "hogs:counts=32:16,weights=100:300,late_ms=1000,ms=5000";
+    let (ok, j) = sim("hogs3", &["--machine", "16cpu", "--workload", w]);
+    assert!(ok);
+    assert!(hogs_share(&j) >= 0.85, "{}", j["workload"]);
+}

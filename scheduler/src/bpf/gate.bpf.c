@@ -209,6 +209,7 @@ static int gate_scan(void *map, int *key, struct bpf_timer *timer)
 
 	if (!anyone_waiting())
 		overload_clear();
+	llc_balance_scan(scx_bpf_now());
 	idle = idle_cpu_for_waiter(&shard);
 	note_idle_waiting(idle >= 0);
 	if (idle >= 0 && overloaded) {

@@ -42,6 +42,9 @@ enum mosaic_limits {
 	 * this many slices */
 	RATE_SHIFT = 16,
 	CLOCK_RATE_WINDOW_SLICES = 4,
+	/* an LLC gets a task from a busier LLC at most once per this many
+	 * slices (steal.bpf.c) */
+	LLC_BALANCE_SLICES = 2,
 	/* an LLC's clock moves at least this fast (Q16: 1/64 ns per ns) */
 	MIN_CLOCK_RATE = 1 << (16 - 6),
 	/* runnable waits: log2 buckets of microseconds, bucket b holding
@@ -179,6 +182,10 @@ enum mosaic_stat {
 				 * quiescent: noted in the CPU's slots */
 	STAT_CGROUP_LOAD_FOLDS, /* a slot with a net change folded into its
 				 * cgroup's shared counters */
+	/* balancing busy LLCs (steal.bpf.c) */
+	STAT_LLC_BALANCE_HINTS, /* the periodic scan told an LLC to take a
+				 * task from one with more waiting per CPU */
+	STAT_LLC_BALANCE_PULLS, /* ... and a CPU of it took one */
 	NR_MOSAIC_STATS,
 };
 

@@ -14,7 +14,9 @@
  * queued in the LLC is due first. A CPU that runs out of work pulls from its
  * own shard, then from the other shards of its LLC, then - if the overload
  * flag says someone waits (gate.bpf.c) - steals from the busiest of a few
- * shards of other LLCs, same NUMA node first (steal.bpf.c).
+ * shards of other LLCs, same NUMA node first (steal.bpf.c). With every CPU
+ * busy, the periodic scan evens out LLCs whose waiters per CPU differ: a CPU
+ * of the least busy one takes a task from the busiest (steal.bpf.c).
  * Tasks pinned to one CPU wait on that CPU's own queue. Every decision a
  * user might question has a counter (intf.h).
  *
@@ -213,7 +215,8 @@ static __always_inline bool prev_keeps_cpu(struct task_struct *prev, s32 cpu,
  * none it may take, a runnable @prev still keeps the CPU - unless it should
  * move; then the kernel, told by SCX_OPS_ENQ_LAST not to keep it on its own,
  * hands it to enqueue_last(). Only a CPU that would otherwise idle steals
- * from another LLC.
+ * from another LLC, or one whose LLC the periodic scan found much less busy
+ * than another (llc_balance_pull(), first: before prev may keep the CPU).
  */
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
@@ -221,6 +224,8 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 
 	bw_unpark();
 	if (pull_idle_cgroup(cpu, true))
+		return;
+	if (llc_balance_pull(cpu))
 		return;
 	llc_scan(cpu, prev && (prev->scx.flags & SCX_TASK_QUEUED) ? prev : NULL,
 		 &scan);

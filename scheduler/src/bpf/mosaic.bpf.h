@@ -25,6 +25,7 @@ const volatile bool no_l2_locality;   /* seed 001 off: LLC is the near domain */
 const volatile bool same_rq_pull;     /* own shard: a task on this rq first */
 const volatile bool no_prev_first;    /* seed 002 off: asym skips prev check */
 const volatile bool no_overload_gate; /* seed 003 off: always steal-scan */
+const volatile bool no_llc_balance;   /* busy LLCs do not even out */
 const volatile bool group_accounting; /* --gb-parent given: account cgroups */
 const volatile bool group_balancer;   /* ... and bind them to partitions */
 const volatile u32 nr_parts;	      /* CPU partitions of the group balancer */
@@ -49,6 +50,7 @@ const volatile u32 cpu_shard[MAX_CPUS];	   /* global shard index of each CPU */
 const volatile u32 shard_llc[MAX_SHARDS];  /* LLC of each shard */
 const volatile u32 llc_first_shard[MAX_LLCS]; /* first global shard of an LLC */
 const volatile u32 llc_nr_shards[MAX_LLCS];   /* shards in an LLC */
+const volatile u32 llc_nr_cpus[MAX_LLCS];     /* CPUs in an LLC */
 
 UEI_DEFINE(uei);
 
@@ -415,8 +417,12 @@ static __always_inline s32 group_queue_cpu(struct task_struct *p, s32 part,
 static __always_inline bool group_steal_from(s32 cpu, u64 dsq,
 					     enum mosaic_stat stat);
 
-/* steal.bpf.c: stealing across LLCs (seed 003) */
+/* steal.bpf.c: stealing across LLCs (seed 003), balancing busy LLCs */
 static __always_inline bool steal_scan(s32 cpu);
+/* the periodic scan's count of waiters per LLC, and its hint */
+static void llc_balance_scan(u64 now);
+/* take a task from the LLC the scan hinted, if any */
+static __always_inline bool llc_balance_pull(s32 cpu);
 
 /* wakeup.bpf.c: wakeup placement (seeds 001, 002) */
 static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,

@@ -189,6 +189,12 @@ pub struct Metrics {
     pub cgroup_load_notes: u64,
     #[stat(desc = "cpu.weight: a CPU's net change to a cgroup's load folded into shared counters")]
     pub cgroup_load_folds: u64,
+    #[stat(
+        desc = "busy LLCs: the periodic scan told an LLC to take a task from one with more waiting per CPU"
+    )]
+    pub llc_balance_hints: u64,
+    #[stat(desc = "busy LLCs: a CPU took a task from the busier LLC it was told of")]
+    pub llc_balance_pulls: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,

@@ -75,11 +75,13 @@ impl Engine {
     /// balancer on all but the root.
     fn load_cgroups(&mut self, specs: &[TaskSpec]) {
         let ngroups = specs.iter().map(|s| s.cgroup).max().unwrap_or(0) + 1;
+        let weights = self.wl.cgroup_weights();
         let mut cgroups = Vec::new();
         for g in 0..ngroups {
+            let weight = weights.get(g).copied().unwrap_or(100);
             let cg = unsafe { ffi::sim_cgroup_alloc(g as u64 + 1, if g == 0 { 0 } else { 1 }) };
             set_ctx(self, 0, Ctx::Other);
-            self.lend(|| unsafe { ffi::sim_op_cgroup_init(cg, 100) });
+            self.lend(|| unsafe { ffi::sim_op_cgroup_init(cg, weight) });
             cgroups.push(cg);
         }
         self.cgroups = cgroups;
@@ -118,7 +120,7 @@ impl Engine {
             }
             let first = allowed.iter().position(|&a| a).unwrap_or(0);
             // spread the initial placement like fork balancing does
-            let cpu = (first + start + i) % n;
+            let cpu = self.wl.start_cpu(i).unwrap_or((first + start + i) % n);
             let cpu = if allowed[cpu] { cpu } else { first };
             let cg = self.cgroups[s.cgroup];
             unsafe { ffi::sim_task_set_cgroup(p, cg) };

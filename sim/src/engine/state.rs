@@ -73,6 +73,14 @@ pub trait Wl {
     fn wakes_sync(&self) -> bool {
         true
     }
+    /// CPU task @i starts on; None: spread, one CPU after the other.
+    fn start_cpu(&self, _i: usize) -> Option<usize> {
+        None
+    }
+    /// cpu.weight of cgroup g (index as TaskSpec::cgroup); missing: 100.
+    fn cgroup_weights(&self) -> Vec<u32> {
+        Vec::new()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
