@@ -369,7 +369,7 @@ fn hogs_share(j: &Value) -> f64 {
 }
 
 #[test]
-fn busy_llcs_even_out_so_cgroup_shares_hold_across_llcs() {
+fn busy_llcs_even_out_by_weight_so_cgroup_shares_hold_across_llcs() {
     // two equal cgroups of 8 busy loops on 2 LLCs of 4 CPUs; the second is
     // forked from CPU 0 a second in, while every CPU is busy: without
     // balancing its tasks never leave LLC 0 and it gets half the CPU of the
@@ -384,10 +384,17 @@ fn busy_llcs_even_out_so_cgroup_shares_hold_across_llcs() {
     assert!(counter(&on, "llc_balance_pulls") > 0);
     assert!(hogs_share(&off) < 0.6, "{}", off["workload"]);
     assert_eq!(counter(&off, "llc_balance_hints"), 0);
-    // cpu.weight 3:1, 16 loops against 8, on 2 LLCs of 8 CPUs: the flat
-    // split within 15 % of 3:1 (it was 0.72:1 without balancing)
-    let w = "hogs:counts=32:16,weights=100:300,late_ms=1000,ms=5000";
-    let (ok, j) = sim("hogs3", &["--machine", "16cpu", "--workload", w]);
-    assert!(ok);
-    assert!(hogs_share(&j) >= 0.85, "{}", j["workload"]);
+    // cpu.weight 100 against 300, 16 loops each, the 300 ones forked late on CPU 0, on
+    // 2 LLCs of 8 CPUs and on 2 nodes of 2 LLCs: 3:1 to within 10 % once LLCs are
+    // weighed (0.75:1 and 0.27:1 without)
+    for m in ["16cpu", "2node"] {
+        let w = "hogs:counts=16:16,weights=100:300,late_ms=1000,ms=5000";
+        let (on, off) = ab(
+            "hogs-w",
+            &["--machine", m, "--workload", w],
+            "--sched-arg=--no-llc-balance",
+        );
+        assert!(hogs_share(&on) >= 0.9, "{m}: {}", on["workload"]);
+        assert!(hogs_share(&off) < 0.5, "{m}: {}", off["workload"]);
+    }
 }

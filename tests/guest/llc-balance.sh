@@ -1,5 +1,5 @@
-# tests/test_llc_balance.py: two cgroups of equal cpu.weight, 8 busy loops each, on a
-# 2-LLC guest. The first spreads over every CPU; the second starts on CPU 0 while every
+# tests/test_llc_balance.py: two cgroups of 8 busy loops each, cpu.weight 100 and 300, on
+# a 2-LLC guest. The first spreads over every CPU; the second starts on CPU 0 while every
 # CPU is busy (as a shell forks it) and is then allowed everywhere. CPU time per cgroup
 # over 8 s, under scx_mosaic, with --no-llc-balance, and under EEVDF.
 . /mosaic/guest/lib.sh
@@ -7,6 +7,7 @@ CG=/sys/fs/cgroup
 ALL=0-$(($(nproc) - 1))
 echo +cpu >$CG/cgroup.subtree_control || exit 1
 mkdir -p $CG/la $CG/lb
+echo 300 >$CG/lb/cpu.weight
 
 # Start $2 loops in cgroup $1 on CPU 0, then allow them every CPU: they stay in CPU 0's
 # LLC until something moves them. Pids are appended to $HOGS.

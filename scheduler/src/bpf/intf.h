@@ -45,6 +45,8 @@ enum mosaic_limits {
 	/* an LLC gets a task from a busier LLC at most once per this many
 	 * slices (steal.bpf.c) */
 	LLC_BALANCE_SLICES = 2,
+	/* LLC balancing weighs this many waiters of each shard */
+	LLC_BALANCE_LOOK = 32,
 	/* an LLC's clock moves at least this fast (Q16: 1/64 ns per ns) */
 	MIN_CLOCK_RATE = 1 << (16 - 6),
 	/* runnable waits: log2 buckets of microseconds, bucket b holding

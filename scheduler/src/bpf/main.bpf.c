@@ -270,6 +270,7 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	tctx->last_cpu = cpu;
 	util_running(tctx, now);
 	vtime_running(p, tctx, cpu, now);
+	llc_balance_note_share(p, tctx, cpu);
 	group_running(p, tctx, cpu);
 	group_account(p, tctx, cpu, 0, waited);
 	bw_running(tctx);
@@ -290,6 +291,7 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	if (!tctx)
 		return;
 	ran = task_ran(tctx, now);
+	llc_balance_stopping(cpu);
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran, now);
 	bw_charge(p, tctx, ran);
@@ -316,6 +318,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	tctx->started_at = now;
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran, now);
+	llc_balance_note_share(p, tctx, cpu);
 	if (bw_charge(p, tctx, ran))
 		p->scx.slice = 0;
 	idle_cgroup_tick(p, tctx, cpu);

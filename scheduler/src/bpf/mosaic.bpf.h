@@ -419,8 +419,12 @@ static __always_inline bool group_steal_from(s32 cpu, u64 dsq,
 
 /* steal.bpf.c: stealing across LLCs (seed 003), balancing busy LLCs */
 static __always_inline bool steal_scan(s32 cpu);
-/* the periodic scan's count of waiters per LLC, and its hint */
+/* the periodic scan weighs each LLC and leaves the lightest a hint */
 static void llc_balance_scan(u64 now);
+/* a CPU's slot: the share of the task it runs (running, tick; stopping) */
+static __always_inline void
+llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu);
+static __always_inline void llc_balance_stopping(s32 cpu);
 /* take a task from the LLC the scan hinted, if any */
 static __always_inline bool llc_balance_pull(s32 cpu);
 

@@ -104,40 +104,54 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * a task stays in the LLC where it was forked or woke, however crowded that
  * LLC is: a cgroup whose tasks a shell forked on one LLC of a 2-LLC machine,
  * next to an equal one spread over both, got half its share for as long as
- * the load lasted (simulator, hogs workload). So the LLC with the most tasks
- * waiting per CPU gives one to the LLC with the fewest, whenever the gap is
- * wide enough that the move narrows it, as the kernel's periodic load balance
- * does between busy scheduling domains.
+ * the load lasted (simulator and VM, tests/test_llc_balance.py). So the LLC
+ * that carries the most weight per CPU gives a task to the one that carries
+ * the least, whenever the gap is wide enough that a move narrows it, as the
+ * kernel's periodic load balance does between busy scheduling domains.
  *
  * HOW
- * The periodic scan (gate.bpf.c) counts the tasks waiting on each LLC's
- * shards (lock-free length reads, O(#shards), not per event). If the busiest
- * LLC, per CPU, leads the least busy by at least 1/n_busiest + 1/n_least
- * tasks per CPU in two scans in a row, and the least busy got no hint for
- * LLC_BALANCE_SLICES slices, the scan leaves it a hint: the LLC to take from.
- * The next CPU of the hinted LLC to dispatch - at a slice end, before prev
- * may keep its CPU - swaps the hint out (one CPU wins it) and takes the head
- * of the busiest shard of that LLC, one task; its own prev queues again.
- * A dispatch without a hint pays one read of its LLC's hint word. Pinned
- * tasks (per-CPU queues) are not counted nor moved. Off under the group
- * balancer, which places cgroups' tasks on partitions itself, and under
- * --no-shared-runq (seed 000's baseline).
+ * Weight is a task's share of the machine (weight.bpf.c: nice weight times
+ * its cgroups' shares), the unit its vtime is charged in. Each CPU notes the
+ * share of the task it runs in its own slot (ops.running, and ops.tick after
+ * the charge refreshed it; cleared at ops.stopping). The periodic scan
+ * (gate.bpf.c) adds up, per LLC, its CPUs' slots and the shares of the tasks
+ * waiting on its shards (the first LLC_BALANCE_LOOK of each, scaled to the
+ * shard's length). If the heaviest LLC per CPU leads the lightest by at least
+ * the mean share of its waiters times (1/n_heaviest + 1/n_lightest), in two
+ * scans in a row, and the lightest got no hint for LLC_BALANCE_SLICES slices,
+ * the scan leaves it a hint: the LLC to take from. The next CPU of the hinted
+ * LLC to dispatch - at a slice end too, before prev may keep its CPU - swaps
+ * the hint out (one CPU wins it) and takes the head of the busiest shard of
+ * that LLC, one task; its prev queues again. A dispatch without a hint pays one
+ * read of its LLC's hint word; the scan's work is O(#CPUs + #shards x
+ * LLC_BALANCE_LOOK) per period, none of it per event. Pinned tasks (per-CPU
+ * queues) are not moved. Off under the group balancer, which places cgroups'
+ * tasks on partitions itself, and under --no-shared-runq (seed 000's baseline).
  *
  * WHY
- * Fair shares hold inside an LLC (one vtime order); across LLCs they hold only
- * as far as the tasks are spread by load. The head of a shard is its task
- * that waited longest, the one with the least cache to lose. One task per
- * hint and a few slices between hints keep a bursty queue length (hackbench)
- * from bouncing tasks between LLCs.
+ * Fair shares hold inside an LLC (one vtime order); across LLCs only as far
+ * as weight is spread evenly. The head of a shard is its task that waited
+ * longest, the one with the least cache to lose. One task per hint and a few
+ * slices between hints keep a bursty queue (hackbench) from bouncing tasks
+ * between LLCs.
  */
 
-/* Tasks waiting on each LLC's shards, as the periodic scan last counted. */
+/* The share of the task each CPU runs (0: none), one cache line each. */
+struct cpu_share {
+	u64 share;
+} __attribute__((aligned(64)));
+
+struct cpu_share cpu_running_share[MAX_CPUS];
+/* Per LLC, the summed share of its running and waiting tasks, and of the
+ * waiting ones alone, and how many wait, as the periodic scan last saw. */
+u64 llc_load[MAX_LLCS];
+u64 llc_queued_load[MAX_LLCS];
 u32 llc_queued[MAX_LLCS];
 /* Per LLC, the LLC (+1; 0: none) its next dispatching CPU takes a task from. */
 u32 llc_pull_from[MAX_LLCS];
 /* Per LLC, when the scan last left it a hint. */
 u64 llc_pull_at[MAX_LLCS];
-/* The (busiest + 1) << 16 | (least busy + 1) pair the last scan saw. */
+/* The (heaviest + 1) << 16 | (lightest + 1) pair the last scan saw. */
 u32 llc_balance_pair;
 
 /* Whether LLC balancing runs at all. */
@@ -147,61 +161,154 @@ static __always_inline bool llc_balance_on(void)
 	       nr_llcs > 1;
 }
 
-/*
- * The periodic scan's half, at @now: count the waiters of every LLC, and hint
- * the least busy LLC to take one from the busiest if the gap held since the
- * last scan (see above).
- */
-static void llc_balance_scan(u64 now)
+/* @p's share of the machine as last computed (Q16; weight.bpf.c). */
+static __always_inline u64 task_share_cached(struct task_struct *p,
+					     struct task_ctx *tctx)
 {
-	u32 i, l, busy = 0, least = 0, pair, n_busy, n_least;
-	u64 q_busy, q_least;
+	if (tctx && tctx->wcg_queued && tctx->share)
+		return tctx->share;
+	return (u64)(p->scx.weight ?: 100) << WEIGHT_SHIFT;
+}
 
-	if (!llc_balance_on())
-		return;
+/* @p runs on @cpu (it starts, or a tick charged it): its share in the slot. */
+static __always_inline void
+llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	if (llc_balance_on())
+		cpu_running_share[cpu_idx(cpu)].share =
+			task_share_cached(p, tctx);
+}
+
+/* The task on @cpu stops: its slot is empty until the next one runs. */
+static __always_inline void llc_balance_stopping(s32 cpu)
+{
+	if (llc_balance_on())
+		cpu_running_share[cpu_idx(cpu)].share = 0;
+}
+
+/*
+ * The summed share of the tasks waiting on shard @shard: of its first
+ * LLC_BALANCE_LOOK, scaled to its length. A global function: the verifier
+ * checks it once, not per caller loop.
+ */
+__noinline u64 shard_queued_load(u32 shard)
+{
+	struct task_struct *p;
+	u64 sum = 0, q;
+	u32 seen = 0;
+
+	if (shard >= MAX_SHARDS)
+		return 0;
+	q = scx_bpf_dsq_nr_queued(shard_dsq_id(shard));
+	if (!q)
+		return 0;
+	bpf_rcu_read_lock();
+	bpf_for_each (scx_dsq, p, shard_dsq_id(shard), 0) {
+		if (seen >= LLC_BALANCE_LOOK)
+			break;
+		seen++;
+		sum += task_share_cached(p, task_ctx_of(p));
+	}
+	bpf_rcu_read_unlock();
+	return seen ? sum * q / seen : 0;
+}
+
+/* Add up each LLC's load: its CPUs' slots and its shards' waiters. */
+static __always_inline void llc_balance_sample(void)
+{
+	u32 i, l;
+	u64 q;
+
 	bpf_for (l, 0, nr_llcs) {
 		if (l >= MAX_LLCS)
 			break;
+		llc_load[l] = 0;
+		llc_queued_load[l] = 0;
 		llc_queued[l] = 0;
+	}
+	bpf_for (i, 0, nr_cpu_ids) {
+		if (i >= MAX_CPUS)
+			break;
+		llc_load[cpu_llc[i] & (MAX_LLCS - 1)] +=
+			cpu_running_share[i].share;
 	}
 	bpf_for (i, 0, nr_shards) {
 		if (i >= MAX_SHARDS)
 			break;
 		l = shard_llc[i] & (MAX_LLCS - 1);
-		llc_queued[l] += scx_bpf_dsq_nr_queued(shard_dsq_id(i));
+		q = scx_bpf_dsq_nr_queued(shard_dsq_id(i));
+		if (!q)
+			continue;
+		llc_queued[l] += q;
+		llc_queued_load[l] += shard_queued_load(i);
 	}
+	bpf_for (l, 0, nr_llcs) {
+		if (l >= MAX_LLCS)
+			break;
+		llc_load[l] += llc_queued_load[l];
+	}
+}
+
+/*
+ * The heaviest LLC per CPU and the lightest, as llc_balance_pair holds them,
+ * if tasks wait in the heaviest and the gap is at least the mean share of
+ * those waiters times 1/n_heaviest + 1/n_lightest (a move narrows it); 0 if
+ * not.
+ */
+static __always_inline u32 llc_balance_pick(void)
+{
+	u32 l, heavy = 0, light = 0;
+	u64 n_heavy, n_light, mean;
+
 	/* per CPU: compare a/n_a with b/n_b as a * n_b with b * n_a */
 	bpf_for (l, 1, nr_llcs) {
 		if (l >= MAX_LLCS)
 			break;
-		if ((u64)llc_queued[l] * llc_nr_cpus[busy] >
-		    (u64)llc_queued[busy] * llc_nr_cpus[l])
-			busy = l;
-		if ((u64)llc_queued[l] * llc_nr_cpus[least] <
-		    (u64)llc_queued[least] * llc_nr_cpus[l])
-			least = l;
+		if (llc_load[l] * llc_nr_cpus[heavy] >
+		    llc_load[heavy] * llc_nr_cpus[l])
+			heavy = l;
+		if (llc_load[l] * llc_nr_cpus[light] <
+		    llc_load[light] * llc_nr_cpus[l])
+			light = l;
 	}
-	busy &= MAX_LLCS - 1;
-	least &= MAX_LLCS - 1;
-	n_busy = llc_nr_cpus[busy];
-	n_least = llc_nr_cpus[least];
-	q_busy = llc_queued[busy];
-	q_least = llc_queued[least];
-	pair = 0;
-	if (busy != least &&
-	    q_busy * n_least >= q_least * n_busy + n_busy + n_least)
-		pair = (busy + 1) << 16 | (least + 1);
+	heavy &= MAX_LLCS - 1;
+	light &= MAX_LLCS - 1;
+	if (heavy == light || !llc_queued[heavy])
+		return 0;
+	n_heavy = llc_nr_cpus[heavy];
+	n_light = llc_nr_cpus[light];
+	mean = llc_queued_load[heavy] / llc_queued[heavy];
+	if (llc_load[heavy] * n_light <
+	    llc_load[light] * n_heavy + mean * (n_heavy + n_light))
+		return 0;
+	return (heavy + 1) << 16 | (light + 1);
+}
+
+/*
+ * The periodic scan's half, at @now: weigh the LLCs, and hint the lightest
+ * to take a task from the heaviest if the same pair stood out in the last
+ * scan too (see above).
+ */
+static void llc_balance_scan(u64 now)
+{
+	u32 pair, from, to;
+
+	if (!llc_balance_on())
+		return;
+	llc_balance_sample();
+	pair = llc_balance_pick();
 	if (!pair || pair != llc_balance_pair) {
 		llc_balance_pair = pair;
 		return;
 	}
-	if (llc_pull_from[least] ||
-	    (llc_pull_at[least] &&
-	     time_before(now,
-			 llc_pull_at[least] + LLC_BALANCE_SLICES * slice_ns)))
+	from = (pair >> 16) - 1;
+	to = ((pair & 0xffff) - 1) & (MAX_LLCS - 1);
+	if (llc_pull_from[to] ||
+	    (llc_pull_at[to] &&
+	     time_before(now, llc_pull_at[to] + LLC_BALANCE_SLICES * slice_ns)))
 		return;
-	llc_pull_at[least] = now;
-	llc_pull_from[least] = busy + 1;
+	llc_pull_at[to] = now;
+	llc_pull_from[to] = from + 1;
 	stat_inc(STAT_LLC_BALANCE_HINTS);
 }
 

@@ -46,8 +46,8 @@
  * WHY
  * Users set cpu.weight and expect it to hold; scheduling by nice weight
  * alone hands a cgroup CPU time in proportion to how many tasks it runs.
- * Cross-LLC fairness is left to placement and stealing (tasks spread by
- * count, not weight); inside an LLC every queue is ordered by this vtime.
+ * Inside an LLC every queue is ordered by this vtime; across LLCs, the
+ * periodic scan spreads the same shares evenly (steal.bpf.c).
  */
 
 #define WEIGHT_SHIFT 16

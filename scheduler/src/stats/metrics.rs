@@ -190,7 +190,7 @@ pub struct Metrics {
     #[stat(desc = "cpu.weight: a CPU's net change to a cgroup's load folded into shared counters")]
     pub cgroup_load_folds: u64,
     #[stat(
-        desc = "busy LLCs: the periodic scan told an LLC to take a task from one with more waiting per CPU"
+        desc = "busy LLCs: the periodic scan told an LLC to take a task from one with more weight per CPU"
     )]
     pub llc_balance_hints: u64,
     #[stat(desc = "busy LLCs: a CPU took a task from the busier LLC it was told of")]
