@@ -135,6 +135,21 @@ fn parse_sysbench_cg(out: &str) -> Option<BTreeMap<String, f64>> {
     Some(m)
 }
 
+/// late-cgroup: how close the CPU time of the weight-300 cgroup to the weight-100 one came to
+/// 3:1, as the smaller of (ratio / 3, 3 / ratio): 1 is exact.
+fn parse_late_cgroup(out: &str) -> Option<BTreeMap<String, f64>> {
+    let line = out.lines().rev().find(|l| l.starts_with("late-cgroup:"))?;
+    let light = first_number(line.split_once("light_usec=")?.1)?;
+    let heavy = first_number(line.split_once("heavy_usec=")?.1)?;
+    if light <= 0.0 || heavy <= 0.0 {
+        return None;
+    }
+    let ratio = heavy / light;
+    let mut m = one("weight_fit", Some((ratio / 3.0).min(3.0 / ratio)))?;
+    m.insert("ratio".into(), ratio);
+    Some(m)
+}
+
 /// Sum of the requests/s of every CSV row ("SET","12345.68",...) over the groups.
 fn parse_redis(out: &str) -> Option<BTreeMap<String, f64>> {
     let rps: Vec<f64> = out
@@ -263,6 +278,19 @@ pub static SCENARIOS: &[Scenario] = &[
         secs: 3.5,
     },
     Scenario {
+        name: "late-cgroup",
+        title: "cpu.weight 300 against 100, busy loops; the 300 cgroup forked on CPU 0 of a busy machine",
+        cmd: [
+            "sh $BENCH_DIR/late-cgroup.sh 4 1",
+            "sh $BENCH_DIR/late-cgroup.sh 8 4",
+            "sh $BENCH_DIR/late-cgroup.sh 16 8",
+        ],
+        metrics: &[("weight_fit", "of 1:3 (1 exact)", true), ("ratio", "300:100 CPU", true)],
+        parse: parse_late_cgroup,
+        default: false,
+        secs: 8.0,
+    },
+    Scenario {
         name: "schbench",
         title: "schbench workalike: 2 message threads × 4 workers, 200 µs requests, 3 s",
         cmd: [
@@ -367,6 +395,11 @@ pub static SCHEDS: &[Sched] = &[
         default: false,
     },
     Sched {
+        label: "mosaic-no-llc-balance",
+        kind: Kind::Mosaic("--no-llc-balance"),
+        default: false,
+    },
+    Sched {
         label: "p2dq",
         kind: Kind::Peer("scx_p2dq"),
         default: true,
@@ -456,6 +489,11 @@ mod tests {
                   260994.51      163243.67\nstress-ng: metrc: [6214] switch              7672.44 \
                   nanosecs per context switch\n";
         assert_eq!(parse_stress_switch(sw).unwrap()["ops"], 260994.51);
+        let lc = parse_late_cgroup("late-cgroup: light_usec=1000 heavy_usec=2400\n").unwrap();
+        assert!((lc["weight_fit"] - 0.8).abs() < 1e-9 && lc["ratio"] == 2.4);
+        let lc = parse_late_cgroup("late-cgroup: light_usec=1000 heavy_usec=6000\n").unwrap();
+        assert!((lc["weight_fit"] - 0.5).abs() < 1e-9);
+        assert!(parse_late_cgroup("late-cgroup: light_usec=0 heavy_usec=6000").is_none());
         assert!(parse_hackbench("garbage").is_none());
     }
 }
