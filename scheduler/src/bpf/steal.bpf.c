@@ -116,17 +116,21 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * the charge refreshed it; cleared at ops.stopping). The periodic scan
  * (gate.bpf.c) adds up, per LLC, its CPUs' slots and the shares of the tasks
  * waiting on its shards (the first LLC_BALANCE_LOOK of each, scaled to the
- * shard's length). If the heaviest LLC per CPU leads the lightest by at least
- * the mean share of its waiters times (1/n_heaviest + 1/n_lightest), in two
- * scans in a row, and the lightest got no hint for LLC_BALANCE_SLICES slices,
- * the scan leaves it a hint: the LLC to take from. The next CPU of the hinted
- * LLC to dispatch - at a slice end too, before prev may keep its CPU - swaps
- * the hint out (one CPU wins it) and takes the head of the busiest shard of
- * that LLC, one task; its prev queues again. A dispatch without a hint pays one
- * read of its LLC's hint word; the scan's work is O(#CPUs + #shards x
- * LLC_BALANCE_LOOK) per period, none of it per event. Pinned tasks (per-CPU
- * queues) are not moved. Off under the group balancer, which places cgroups'
- * tasks on partitions itself, and under --no-shared-runq (seed 000's baseline).
+ * shard's length). Moving load x from the heaviest LLC per CPU to the lightest
+ * evens them when x = (load_h n_l - load_l n_h) / (n_h + n_l). If one of the
+ * heaviest's waiters has a share of at most x, in two scans in a row, and the
+ * lightest got no hint for LLC_BALANCE_SLICES slices, the scan leaves it a
+ * hint: the LLC to take from, and x. The next CPU of the hinted LLC to
+ * dispatch - at a slice end too, before prev may keep its CPU - swaps the hint
+ * out (one CPU wins it) and takes from the busiest shard of that LLC its
+ * oldest task with a share of at most x (no overshoot, so no move back), one
+ * task; its prev queues again. A dispatch without a hint pays one read of its
+ * LLC's hint word; the scan's work is O(#CPUs + #shards x LLC_BALANCE_LOOK)
+ * per period, none of it per event. Pinned tasks (per-CPU queues) are not
+ * moved. Off under the group balancer, which places cgroups' tasks on
+ * partitions itself, and under --no-shared-runq (seed 000's baseline). The
+ * same weighing caps the lead bound of vtime.bpf.c (vtime_note_llc_load()),
+ * on machines of one LLC too.
  *
  * WHY
  * Fair shares hold inside an LLC (one vtime order); across LLCs only as far
@@ -147,6 +151,11 @@ struct cpu_share cpu_running_share[MAX_CPUS];
 u64 llc_load[MAX_LLCS];
 u64 llc_queued_load[MAX_LLCS];
 u32 llc_queued[MAX_LLCS];
+/* Per LLC, the smallest share among the waiters the scan looked at. */
+u64 llc_min_share[MAX_LLCS];
+/* Per LLC, the largest share of a task its hinted CPU may take (the load
+ * that evens the two LLCs out), with llc_pull_from. */
+u64 llc_pull_limit[MAX_LLCS];
 /* Per LLC, the LLC (+1; 0: none) its next dispatching CPU takes a task from. */
 u32 llc_pull_from[MAX_LLCS];
 /* Per LLC, when the scan last left it a hint. */
@@ -154,10 +163,16 @@ u64 llc_pull_at[MAX_LLCS];
 /* The (heaviest + 1) << 16 | (lightest + 1) pair the last scan saw. */
 u32 llc_balance_pair;
 
+/* Whether the periodic scan weighs the LLCs (the waiters are on shards). */
+static __always_inline bool llc_weigh_on(void)
+{
+	return !no_shared_runq;
+}
+
 /* Whether LLC balancing runs at all. */
 static __always_inline bool llc_balance_on(void)
 {
-	return !no_llc_balance && !no_shared_runq && !group_balancer &&
+	return llc_weigh_on() && !no_llc_balance && !group_balancer &&
 	       nr_llcs > 1;
 }
 
@@ -174,7 +189,7 @@ static __always_inline u64 task_share_cached(struct task_struct *p,
 static __always_inline void
 llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
-	if (llc_balance_on())
+	if (llc_weigh_on())
 		cpu_running_share[cpu_idx(cpu)].share =
 			task_share_cached(p, tctx);
 }
@@ -182,20 +197,22 @@ llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 /* The task on @cpu stops: its slot is empty until the next one runs. */
 static __always_inline void llc_balance_stopping(s32 cpu)
 {
-	if (llc_balance_on())
+	if (llc_weigh_on())
 		cpu_running_share[cpu_idx(cpu)].share = 0;
 }
 
 /*
  * The summed share of the tasks waiting on shard @shard: of its first
- * LLC_BALANCE_LOOK, scaled to its length. A global function: the verifier
- * checks it once, not per caller loop.
+ * LLC_BALANCE_LOOK, scaled to its length; the smallest of those shares lowers
+ * llc_min_share[] of the shard's LLC. A global function: the verifier checks
+ * it once, not per caller loop.
  */
 __noinline u64 shard_queued_load(u32 shard)
 {
+	u32 seen = 0,
+	    llc = shard_llc[shard & (MAX_SHARDS - 1)] & (MAX_LLCS - 1);
+	u64 sum = 0, q, share, min = llc_min_share[llc];
 	struct task_struct *p;
-	u64 sum = 0, q;
-	u32 seen = 0;
 
 	if (shard >= MAX_SHARDS)
 		return 0;
@@ -207,9 +224,13 @@ __noinline u64 shard_queued_load(u32 shard)
 		if (seen >= LLC_BALANCE_LOOK)
 			break;
 		seen++;
-		sum += task_share_cached(p, task_ctx_of(p));
+		share = task_share_cached(p, task_ctx_of(p));
+		sum += share;
+		if (!min || share < min)
+			min = share;
 	}
 	bpf_rcu_read_unlock();
+	llc_min_share[llc] = min;
 	return seen ? sum * q / seen : 0;
 }
 
@@ -225,6 +246,7 @@ static __always_inline void llc_balance_sample(void)
 		llc_load[l] = 0;
 		llc_queued_load[l] = 0;
 		llc_queued[l] = 0;
+		llc_min_share[l] = 0;
 	}
 	bpf_for (i, 0, nr_cpu_ids) {
 		if (i >= MAX_CPUS)
@@ -246,19 +268,20 @@ static __always_inline void llc_balance_sample(void)
 		if (l >= MAX_LLCS)
 			break;
 		llc_load[l] += llc_queued_load[l];
+		vtime_note_llc_load(l, llc_load[l], llc_nr_cpus[l]);
 	}
 }
 
 /*
  * The heaviest LLC per CPU and the lightest, as llc_balance_pair holds them,
- * if tasks wait in the heaviest and the gap is at least the mean share of
- * those waiters times 1/n_heaviest + 1/n_lightest (a move narrows it); 0 if
- * not.
+ * if a task waits in the heaviest whose share is at most the load that,
+ * moved, evens the two out (*@limit: so a move never overshoots, and the
+ * next scan does not move it back); 0 if not.
  */
-static __always_inline u32 llc_balance_pick(void)
+static __always_inline u32 llc_balance_pick(u64 *limit)
 {
 	u32 l, heavy = 0, light = 0;
-	u64 n_heavy, n_light, mean;
+	u64 n_heavy, n_light, a, b;
 
 	/* per CPU: compare a/n_a with b/n_b as a * n_b with b * n_a */
 	bpf_for (l, 1, nr_llcs) {
@@ -277,9 +300,11 @@ static __always_inline u32 llc_balance_pick(void)
 		return 0;
 	n_heavy = llc_nr_cpus[heavy];
 	n_light = llc_nr_cpus[light];
-	mean = llc_queued_load[heavy] / llc_queued[heavy];
-	if (llc_load[heavy] * n_light <
-	    llc_load[light] * n_heavy + mean * (n_heavy + n_light))
+	/* x with (load_h - x) / n_h = (load_l + x) / n_l */
+	a = llc_load[heavy] * n_light;
+	b = llc_load[light] * n_heavy;
+	*limit = a > b ? (a - b) / (n_heavy + n_light) : 0;
+	if (!llc_min_share[heavy] || llc_min_share[heavy] > *limit)
 		return 0;
 	return (heavy + 1) << 16 | (light + 1);
 }
@@ -292,11 +317,14 @@ static __always_inline u32 llc_balance_pick(void)
 static void llc_balance_scan(u64 now)
 {
 	u32 pair, from, to;
+	u64 limit = 0;
 
-	if (!llc_balance_on())
+	if (!llc_weigh_on())
 		return;
 	llc_balance_sample();
-	pair = llc_balance_pick();
+	if (!llc_balance_on())
+		return;
+	pair = llc_balance_pick(&limit);
 	if (!pair || pair != llc_balance_pair) {
 		llc_balance_pair = pair;
 		return;
@@ -308,13 +336,39 @@ static void llc_balance_scan(u64 now)
 	     time_before(now, llc_pull_at[to] + LLC_BALANCE_SLICES * slice_ns)))
 		return;
 	llc_pull_at[to] = now;
+	llc_pull_limit[to] = limit;
 	llc_pull_from[to] = from + 1;
 	stat_inc(STAT_LLC_BALANCE_HINTS);
 }
 
 /*
- * @cpu dispatches: if the scan left its LLC a hint and @cpu wins it, take the
- * head of the busiest shard of the hinted LLC. True if a task moved.
+ * Move to @cpu's local DSQ the first of the first LLC_BALANCE_LOOK tasks of
+ * shard @dsq that may run on @cpu and whose share is at most @limit. True if
+ * one moved.
+ */
+static __always_inline bool pull_within_share(s32 cpu, u64 dsq, u64 limit)
+{
+	struct task_struct *p;
+	u32 seen = 0;
+
+	bpf_for_each (scx_dsq, p, dsq, 0) {
+		if (++seen > LLC_BALANCE_LOOK)
+			break;
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
+		    task_share_cached(p, task_ctx_of(p)) > limit)
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			stat_inc(STAT_LLC_BALANCE_PULLS);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * @cpu dispatches: if the scan left its LLC a hint and @cpu wins it, take from
+ * the busiest shard of the hinted LLC its oldest task light enough not to
+ * overshoot (llc_balance_pick()). True if a task moved.
  */
 static __always_inline bool llc_balance_pull(s32 cpu)
 {
@@ -337,7 +391,8 @@ static __always_inline bool llc_balance_pull(s32 cpu)
 			best = first + i;
 		}
 	}
-	return best_q && pull_from(shard_dsq_id(best), STAT_LLC_BALANCE_PULLS);
+	return best_q &&
+	       pull_within_share(cpu, shard_dsq_id(best), llc_pull_limit[llc]);
 }
 
 /* The cross-LLC steal scan of a CPU with nothing in its LLC; true on a hit. */

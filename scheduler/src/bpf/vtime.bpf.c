@@ -19,7 +19,9 @@
  *   clock (with a slice of credit they entered behind it, ran, and left it
  *   where it was, while a task queued just ahead waited behind an endless
  *   stream of them: the watchdog's own kworker, 2 s, in hackbench runs);
- *   at most REQUEUE_LAG_SLICES behind if it was runnable all along (a
+ *   at most REQUEUE_LAG_SLICES of real time behind (in vtime at the rate
+ *   the LLC's load gives its clock if shares hold, at least 1 ns per ns:
+ *   see vtime_note_llc_load()) if it was runnable all along (a
  *   heavy-weight task legitimately trails the clock, which the lightest task
  *   set), or if it is a kernel thread, woken or not (its work - workqueues,
  *   RCU, the watchdog's check-in - is everyone's; it still pays for what it
@@ -29,7 +31,8 @@
  *   until everyone made up its whole lead), and at most what the clock
  *   covers in wait_target_ns of real time. Each LLC measures how fast its
  *   clock moves, once per CLOCK_RATE_WINDOW_SLICES slices, by whichever CPU
- *   starts a queued task first after the window ends; a task of tiny share
+ *   starts a queued task first after the window ends, and counts at most the
+ *   rate its load explains (see the lag above); a task of tiny share
  *   (nice 19, SCHED_IDLE, a crowded or low cpu.weight cgroup), whose one run
  *   costs seconds of vtime, is queued at that bound.
  * A task that crosses LLCs (stolen, or woken elsewhere) keeps its distance
@@ -62,6 +65,8 @@ struct llc_clock {
 	u64 rate;	  /* clock ns per real ns, Q16, averaged over windows */
 	u64 window_at;	  /* real time the current rate window started */
 	u64 window_vtime; /* the clock then */
+	u64 fair_rate;	  /* how fast it moves if shares hold, Q16, from the
+			   * periodic scan's weighing (vtime_note_llc_load()) */
 } __attribute__((aligned(64)));
 
 struct llc_clock llc_clocks[MAX_LLCS];
@@ -88,22 +93,53 @@ static void vtime_init(void)
 }
 
 /*
+ * How fast @llc's clock moves if shares hold (vtime_note_llc_load()), Q16,
+ * but at least one ns per ns.
+ */
+static __always_inline u64 llc_fair_rate(u32 llc)
+{
+	u64 fair = llc_clock_of(llc)->fair_rate;
+
+	return fair > 1 << RATE_SHIFT ? fair : 1 << RATE_SHIFT;
+}
+
+/*
  * How far ahead of @llc's clock a task may be queued: what the clock covers
  * in wait_target_ns at its measured rate (at least MIN_CLOCK_RATE, see
  * clock_rate_update()). Not "at least a slice": when many tasks run in brief
  * bursts and switching costs more than they run (hackbench under TCG on a
  * busy host), the clock crawls (about 1/1000 ns per ns) and a slice of lead
  * became a 2.5 s wait, and the kernel ejected the scheduler. The rate counts
- * at most one ns per ns: bursts (yield loops, tiny shares starting) move the
- * clock faster than the queues' order moves, and would overstate it.
+ * at most one ns per ns, or the rate fair shares would give the LLC's load if
+ * that is more (vtime_note_llc_load()): bursts (yield loops, tiny shares
+ * starting) move the clock faster than the queues' order moves, and would
+ * overstate it. Without the load's cap, 16 busy loops of two cgroups under one
+ * parent (300:100) split 1.7:1, not 3:1 (2llc-smt, TCG): each share was
+ * under 1/25 of a nice-0 task, each slice cost more vtime than the lead.
  */
 static __always_inline u64 llc_max_lead(u32 llc)
 {
-	u64 rate = llc_clock_of(llc)->rate;
+	u64 rate = llc_clock_of(llc)->rate, cap = llc_fair_rate(llc);
 
-	if (rate > 1 << RATE_SHIFT)
-		rate = 1 << RATE_SHIFT;
+	if (rate > cap)
+		rate = cap;
 	return (rate * wait_target_ns) >> RATE_SHIFT;
+}
+
+/*
+ * The periodic scan weighed @llc: @load, the summed share of its running and
+ * waiting tasks, over its @nr_cpus. Were shares to hold, its clock would move
+ * nr_cpus x a nice-0 share / load ns per ns: more than one when the LLC runs
+ * less weight than a nice-0 task per CPU (many tasks of one cgroup, whose
+ * shares split its weight). Kept as the cap of llc_max_lead()'s rate: the rate
+ * a fair order explains, where bursts cannot push it.
+ */
+static __always_inline void vtime_note_llc_load(u32 llc, u64 load, u32 nr_cpus)
+{
+	llc_clock_of(llc)->fair_rate =
+		load ? ((u64)nr_cpus * (100ULL << WEIGHT_SHIFT) << RATE_SHIFT) /
+				load
+		     : 0;
 }
 
 /*
@@ -148,6 +184,8 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
 	struct task_ctx *tctx = task_ctx_of(p);
 	u64 clock, lead, vtime;
 
+	/* slices of real time: in vtime, as fast as the clock moves */
+	lag = (lag * llc_fair_rate(llc)) >> RATE_SHIFT;
 	vtime_rebase(p, tctx, llc);
 	clock = *llc_vtime(llc);
 	lead = llc_max_lead(llc);
