@@ -15,8 +15,8 @@
  * own shard, then from the other shards of its LLC, then - if the overload
  * flag says someone waits (gate.bpf.c) - steals from the busiest of a few
  * shards of other LLCs, same NUMA node first (steal.bpf.c). With every CPU
- * busy, the periodic scan evens out LLCs whose waiters per CPU differ: a CPU
- * of the least busy one takes a task from the busiest (steal.bpf.c).
+ * busy, the periodic scan weighs the LLCs: a CPU of the lightest per CPU
+ * takes a task from the heaviest (steal.bpf.c).
  * Tasks pinned to one CPU wait on that CPU's own queue. Every decision a
  * user might question has a counter (intf.h).
  *

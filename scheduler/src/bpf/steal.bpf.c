@@ -176,15 +176,6 @@ static __always_inline bool llc_balance_on(void)
 	       nr_llcs > 1;
 }
 
-/* @p's share of the machine as last computed (Q16; weight.bpf.c). */
-static __always_inline u64 task_share_cached(struct task_struct *p,
-					     struct task_ctx *tctx)
-{
-	if (tctx && tctx->wcg_queued && tctx->share)
-		return tctx->share;
-	return (u64)(p->scx.weight ?: 100) << WEIGHT_SHIFT;
-}
-
 /* @p runs on @cpu (it starts, or a tick charged it): its share in the slot. */
 static __always_inline void
 llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu)

@@ -285,6 +285,15 @@ static __always_inline u64 task_share_weight(struct task_struct *p,
 	return eff ?: 1;
 }
 
+/* @p's share of the machine as last computed (Q16), without a refresh. */
+static __always_inline u64 task_share_cached(struct task_struct *p,
+					     struct task_ctx *tctx)
+{
+	if (tctx && tctx->wcg_queued && tctx->share)
+		return tctx->share;
+	return (u64)(p->scx.weight ?: 100) << WEIGHT_SHIFT;
+}
+
 /*
  * @p's share of the machine at @now in Q16 (a nice 0 task of the root
  * cgroup: 100 << WEIGHT_SHIFT): its nice weight, times its cgroups' shares if
