@@ -163,6 +163,10 @@ void sim_task_set_cpus(struct task_struct *p, const u64 *bits, u32 nr_words,
 
 /* ---------------- cgroups ---------------- */
 
+/* Each simulated cgroup's parent, by cgroup id (NULL: the root's or unset). */
+#define SIM_MAX_CGROUPS 64
+static struct cgroup *sim_cgroup_parent[SIM_MAX_CGROUPS];
+
 struct cgroup *sim_cgroup_alloc(u64 id, s32 level)
 {
 	struct cgroup *c = calloc(1, sizeof(*c));
@@ -173,7 +177,18 @@ struct cgroup *sim_cgroup_alloc(u64 id, s32 level)
 	kn->id = id;
 	c->kn = kn;
 	c->level = level;
+	if (id < SIM_MAX_CGROUPS)
+		sim_cgroup_parent[id] = NULL;
 	return c;
+}
+
+/* Make @parent the parent of @child (whose level is one more than its). */
+void sim_cgroup_set_parent(struct cgroup *child, struct cgroup *parent)
+{
+	u64 id = child->kn->id;
+
+	if (id < SIM_MAX_CGROUPS)
+		sim_cgroup_parent[id] = parent;
 }
 
 /* Make @cgrp @p's cgroup v2 membership (p->cgroups->dfl_cgrp). */
@@ -667,8 +682,13 @@ struct cgroup *bpf_cgroup_acquire(struct cgroup *cgrp)
 	return cgrp;
 }
 
-/* The simulator's cgroups are flat: each is its own only known ancestor. */
+/* @cgrp's ancestor at @level, up the parents set by sim_cgroup_set_parent(). */
 struct cgroup *bpf_cgroup_ancestor(struct cgroup *cgrp, int level)
 {
+	while (cgrp && cgrp->level > level) {
+		u64 id = cgrp->kn->id;
+
+		cgrp = id < SIM_MAX_CGROUPS ? sim_cgroup_parent[id] : NULL;
+	}
 	return cgrp && cgrp->level == level ? cgrp : NULL;
 }

@@ -64,7 +64,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
-    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them)"),
+    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -610,8 +610,9 @@ impl Wl for MemGroups {
 
 // ---------------------------------------------------------------- hogs
 
-/// Busy loops in cgroups of set cpu.weight: group g (cgroup g + 1) holds
-/// counts[g] loops at weights[g], all running until `ms` of simulated time.
+/// Busy loops in cgroups of set cpu.weight: group g (cgroup g + 1, or g + 2
+/// under the parent cgroup 1 when `nested`) holds counts[g] loops at
+/// weights[g], all running until `ms` of simulated time.
 /// The report's per-cgroup runtime_ns shows how the CPU time was split.
 pub struct Hogs {
     counts: Vec<usize>,
@@ -624,6 +625,8 @@ pub struct Hogs {
     window_ms: Vec<u64>,
     from_ns: u64,
     group_of: Vec<usize>,
+    /// the groups are siblings under one parent cgroup (of weight 100)
+    nested: bool,
 }
 
 /// A ':'-separated list of numbers.
@@ -656,6 +659,7 @@ impl Hogs {
                 .enumerate()
                 .flat_map(|(g, &n)| std::iter::repeat_n(g, n as usize))
                 .collect(),
+            nested: o.get("nested", 0) != 0,
         })
     }
 }
@@ -674,7 +678,7 @@ impl Wl for Hogs {
         for (g, &n) in self.counts.iter().enumerate() {
             for i in 0..n {
                 let mut t = TaskSpec::simple(&format!("hog-g{g}-{i}"), 64 << 10);
-                t.cgroup = 1 + g;
+                t.cgroup = 1 + usize::from(self.nested) + g;
                 v.push(t);
             }
         }
@@ -711,8 +715,19 @@ impl Wl for Hogs {
                "share_min_over_max": if hi > 0.0 { lo / hi } else { 0.0 }})
     }
     fn cgroup_weights(&self) -> Vec<u32> {
+        let parent = self.nested.then_some(100);
         std::iter::once(100)
+            .chain(parent)
             .chain(self.weights.iter().copied())
+            .collect()
+    }
+    fn cgroup_parents(&self) -> Vec<usize> {
+        if !self.nested {
+            return Vec::new();
+        }
+        [0, 0]
+            .into_iter()
+            .chain(self.weights.iter().map(|_| 1))
             .collect()
     }
 }

@@ -386,15 +386,17 @@ fn busy_llcs_even_out_by_weight_so_cgroup_shares_hold_across_llcs() {
     assert_eq!(counter(&off, "llc_balance_hints"), 0);
     // cpu.weight 100 against 300, 16 loops each, the 300 ones forked late on CPU 0, on
     // 2 LLCs of 8 CPUs and on 2 nodes of 2 LLCs: 3:1 to within 10 % once LLCs are
-    // weighed (0.75:1 and 0.27:1 without)
-    for m in ["16cpu", "2node"] {
-        let w = "hogs:counts=16:16,weights=100:300,late_ms=1000,ms=5000";
+    // weighed (0.75:1 and 0.27:1 without); on 2node also as two children of one parent
+    // cgroup (each share is then its parent's split twice)
+    for (m, nested) in [("16cpu", 0), ("2node", 0), ("2node", 1)] {
+        let w = format!("hogs:counts=16:16,weights=100:300,late_ms=1000,ms=5000,nested={nested}");
+        let w = w.as_str();
         let (on, off) = ab(
-            "hogs-w",
+            &format!("hogs-w-{m}-{nested}"),
             &["--machine", m, "--workload", w],
             "--sched-arg=--no-llc-balance",
         );
-        assert!(hogs_share(&on) >= 0.9, "{m}: {}", on["workload"]);
-        assert!(hogs_share(&off) < 0.5, "{m}: {}", off["workload"]);
+        assert!(hogs_share(&on) >= 0.9, "{m} {w}: {}", on["workload"]);
+        assert!(hogs_share(&off) < 0.5, "{m} {w}: {}", off["workload"]);
     }
 }

@@ -76,10 +76,23 @@ impl Engine {
     fn load_cgroups(&mut self, specs: &[TaskSpec]) {
         let ngroups = specs.iter().map(|s| s.cgroup).max().unwrap_or(0) + 1;
         let weights = self.wl.cgroup_weights();
-        let mut cgroups = Vec::new();
+        let parents = self.wl.cgroup_parents();
+        let ngroups = ngroups.max(weights.len());
+        let mut cgroups: Vec<*mut ffi::cgroup> = Vec::new();
+        let mut levels: Vec<i32> = Vec::new();
         for g in 0..ngroups {
             let weight = weights.get(g).copied().unwrap_or(100);
-            let cg = unsafe { ffi::sim_cgroup_alloc(g as u64 + 1, if g == 0 { 0 } else { 1 }) };
+            let parent = parents
+                .get(g)
+                .copied()
+                .unwrap_or(0)
+                .min(g.saturating_sub(1));
+            let level = if g == 0 { 0 } else { levels[parent] + 1 };
+            let cg = unsafe { ffi::sim_cgroup_alloc(g as u64 + 1, level) };
+            if g > 0 {
+                unsafe { ffi::sim_cgroup_set_parent(cg, cgroups[parent]) };
+            }
+            levels.push(level);
             set_ctx(self, 0, Ctx::Other);
             self.lend(|| unsafe { ffi::sim_op_cgroup_init(cg, weight) });
             cgroups.push(cg);

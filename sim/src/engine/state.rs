@@ -81,6 +81,11 @@ pub trait Wl {
     fn cgroup_weights(&self) -> Vec<u32> {
         Vec::new()
     }
+    /// Parent of cgroup g (index as TaskSpec::cgroup; a parent comes before
+    /// its children); missing: the root, 0.
+    fn cgroup_parents(&self) -> Vec<usize> {
+        Vec::new()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
