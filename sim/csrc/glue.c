@@ -163,13 +163,16 @@ void sim_task_set_cpus(struct task_struct *p, const u64 *bits, u32 nr_words,
 
 /* ---------------- cgroups ---------------- */
 
-/* Each simulated cgroup's parent, by cgroup id (NULL: the root's or unset). */
-#define SIM_MAX_CGROUPS 64
-static struct cgroup *sim_cgroup_parent[SIM_MAX_CGROUPS];
-
-struct cgroup *sim_cgroup_alloc(u64 id, s32 level)
+/*
+ * A cgroup of kernfs id @id below @parent (NULL: the root), with its
+ * ancestors[] filled as the kernel fills them: ancestors[l] is the ancestor
+ * at level l, ancestors[level] the cgroup itself.
+ */
+struct cgroup *sim_cgroup_alloc(u64 id, struct cgroup *parent)
 {
-	struct cgroup *c = calloc(1, sizeof(*c));
+	s32 level = parent ? parent->level + 1 : 0, l;
+	struct cgroup *c =
+		calloc(1, sizeof(*c) + (level + 1) * sizeof(struct cgroup *));
 	struct kernfs_node *kn = calloc(1, sizeof(*kn));
 
 	if (!c || !kn)
@@ -177,18 +180,10 @@ struct cgroup *sim_cgroup_alloc(u64 id, s32 level)
 	kn->id = id;
 	c->kn = kn;
 	c->level = level;
-	if (id < SIM_MAX_CGROUPS)
-		sim_cgroup_parent[id] = NULL;
+	for (l = 0; l < level; l++)
+		c->ancestors[l] = parent->ancestors[l];
+	c->ancestors[level] = c;
 	return c;
-}
-
-/* Make @parent the parent of @child (whose level is one more than its). */
-void sim_cgroup_set_parent(struct cgroup *child, struct cgroup *parent)
-{
-	u64 id = child->kn->id;
-
-	if (id < SIM_MAX_CGROUPS)
-		sim_cgroup_parent[id] = parent;
 }
 
 /* Make @cgrp @p's cgroup v2 membership (p->cgroups->dfl_cgrp). */
@@ -682,13 +677,10 @@ struct cgroup *bpf_cgroup_acquire(struct cgroup *cgrp)
 	return cgrp;
 }
 
-/* @cgrp's ancestor at @level, up the parents set by sim_cgroup_set_parent(). */
+/* @cgrp's ancestor at @level (ancestors[], set by sim_cgroup_alloc()). */
 struct cgroup *bpf_cgroup_ancestor(struct cgroup *cgrp, int level)
 {
-	while (cgrp && cgrp->level > level) {
-		u64 id = cgrp->kn->id;
-
-		cgrp = id < SIM_MAX_CGROUPS ? sim_cgroup_parent[id] : NULL;
-	}
-	return cgrp && cgrp->level == level ? cgrp : NULL;
+	return cgrp && level >= 0 && level <= cgrp->level ?
+		       cgrp->ancestors[level] :
+		       NULL;
 }

@@ -72,8 +72,7 @@ extern "C" {
     pub fn sim_task_set_weight(p: *mut task_struct, w: u32);
     pub fn sim_task_set_queued(p: *mut task_struct, queued: bool);
     pub fn sim_task_set_cpus(p: *mut task_struct, bits: *const u64, nr_words: u32, nr: u32);
-    pub fn sim_cgroup_alloc(id: u64, level: i32) -> *mut cgroup;
-    pub fn sim_cgroup_set_parent(child: *mut cgroup, parent: *mut cgroup);
+    pub fn sim_cgroup_alloc(id: u64, parent: *mut cgroup) -> *mut cgroup;
     pub fn sim_task_set_cgroup(p: *mut task_struct, cg: *mut cgroup);
     pub fn sim_cgroup_id(c: *mut cgroup) -> u64;
     pub fn sim_ops_name() -> *const c_char;

@@ -79,20 +79,13 @@ impl Engine {
         let parents = self.wl.cgroup_parents();
         let ngroups = ngroups.max(weights.len());
         let mut cgroups: Vec<*mut ffi::cgroup> = Vec::new();
-        let mut levels: Vec<i32> = Vec::new();
         for g in 0..ngroups {
             let weight = weights.get(g).copied().unwrap_or(100);
-            let parent = parents
-                .get(g)
-                .copied()
-                .unwrap_or(0)
-                .min(g.saturating_sub(1));
-            let level = if g == 0 { 0 } else { levels[parent] + 1 };
-            let cg = unsafe { ffi::sim_cgroup_alloc(g as u64 + 1, level) };
-            if g > 0 {
-                unsafe { ffi::sim_cgroup_set_parent(cg, cgroups[parent]) };
-            }
-            levels.push(level);
+            let parent = match g {
+                0 => std::ptr::null_mut(),
+                _ => cgroups[parents.get(g).copied().unwrap_or(0)],
+            };
+            let cg = unsafe { ffi::sim_cgroup_alloc(g as u64 + 1, parent) };
             set_ctx(self, 0, Ctx::Other);
             self.lend(|| unsafe { ffi::sim_op_cgroup_init(cg, weight) });
             cgroups.push(cg);
