@@ -39,9 +39,10 @@ enum mosaic_limits {
 	/* vtime lag (in slices) a task keeps when queued again after a slice */
 	REQUEUE_LAG_SLICES = 16,
 	/* an LLC's clock rate: Q16 fixed point, measured over windows of
-	 * this many slices */
+	 * this many slices: enough task starts that the clock's jumps average
+	 * out (vtime.bpf.c, clock_rate_update()) */
 	RATE_SHIFT = 16,
-	CLOCK_RATE_WINDOW_SLICES = 4,
+	CLOCK_RATE_WINDOW_SLICES = 16,
 	/* an LLC gets a task from a busier LLC at most once per this many
 	 * slices (steal.bpf.c) */
 	LLC_BALANCE_SLICES = 2,
