@@ -1,7 +1,8 @@
 """VM tests of the cgroup v2 CPU controller beyond cpu.weight: cpu.max (bandwidth.bpf.c) and
 cpu.idle (weight.bpf.c), on `1llc` (4 CPUs) and `2llc-smt` (8 CPUs, two LLCs). CPU time per
 cgroup comes from the kernel's cpu.stat usage_usec, measured in the guest over windows of
-3-9 s (guest script: tests/guest/cgroup-cpu.sh). The scheduler runs with a 5 s watchdog, so a
+3-9 s (guest script: tests/guest/cgroup-cpu.sh); cpu.idle's share under contention from the
+work its loops did (iterations counted by each loop), which TCG does not inflate. The scheduler runs with a 5 s watchdog, so a
 throttled task left waiting past it ejects the scheduler and fails the test; a second load
 with the kernel's default watchdog measures cpu.idle as a user gets it."""
 
@@ -32,7 +33,9 @@ def test_cpu_max_and_cpu_idle(topo):
     print(f"{topo}: CPUs used {got}; burst {g['burst_used_us']} us vs "
           f"{g['noburst_used_us']} us without; idle cgroup {g['idle_contended_idle']} us vs "
           f"busy {g['idle_contended_busy']} us ({g['idle_default_idle']} us vs "
-          f"{g['idle_default_busy']} us with the default watchdog), alone "
+          f"{g['idle_default_busy']} us with the default watchdog); work idle/busy "
+          f"{g['idle_contended_work_idle']}/{g['idle_contended_work_busy']} "
+          f"({g['idle_default_work_idle']}/{g['idle_default_work_busy']}), alone "
           f"{share(g, 'idle_alone', 'idle'):.2f} CPUs; wait_max {s['wait_max_us']} us")
     # cpu.max "20000 100000" with 4 busy loops: 0.20 CPU, +-10 %
     assert 0.18 <= got["limited"] <= 0.22, got
@@ -53,17 +56,18 @@ def test_cpu_max_and_cpu_idle(topo):
     # below 220 ms (467-613 ms used), so the limit must hold there within two quotas.
     if ncpus == 4:
         assert noburst < 800_000, noburst
-    # cpu.idle: < 2 % of the CPU time the busy cgroup gets while it has work for every CPU,
-    # with the kernel's default watchdog (idle tasks overdue after 7.5 s) ...
-    idle, busy = int(g["idle_default_idle"]), int(g["idle_default_busy"])
-    assert idle < 0.02 * busy, (idle, busy)
-    # ... and with a 5 s one (overdue after 1.25 s). DEFECT (reported, loosened on 8 vCPUs):
-    # 2.7-4.0 % was seen on 2llc-smt (1.2-1.5 % on 1llc) with overdue after 1 s. Suspect:
-    # TCG charges a vCPU's lost turns of the host thread (up to (vCPUs - 1) x 100 ms) to the
-    # task it was running, so each tick-long turn of an overdue idle task is billed far
-    # beyond its work.
-    idle, busy = int(g["idle_contended_idle"]), int(g["idle_contended_busy"])
-    assert idle < (0.02 if ncpus == 4 else 0.04) * busy, (idle, busy)
+    # cpu.idle: the idle cgroup's loops do little of the work the busy cgroup's do while the
+    # busy one has work for every CPU - with the kernel's default watchdog (idle tasks overdue
+    # after 7.5 s) and with a 5 s one (overdue after 1.25 s). An overdue task runs a tick
+    # (4 ms) on a busy CPU: 0.32 % of a CPU per idle task. Under TCG a vCPU runs its tick
+    # alone on the host thread, so the share of work is the vCPU count times that: 1.3 % on
+    # 4 vCPUs, 2.6 % on 8 (seen: 2.0-2.6 %). Work, not cpu.stat time: a turn that spans the
+    # other vCPUs' turns of the host thread is billed all of them (up to (vCPUs - 1) x
+    # 100 ms), which put the idle cgroup's CPU time at 2.4-9.5 % of the busy one's on 8 vCPUs
+    # (tests/guest/cgroup-cpu.sh, idle_next_to_busy).
+    for phase, bound in (("idle_default", 0.02), ("idle_contended", 0.02 * ncpus / 4)):
+        idle, busy = int(g[f"{phase}_work_idle"]), int(g[f"{phase}_work_busy"])
+        assert busy > 0 and idle < bound * busy, (phase, idle, busy)
     # ... and every CPU when alone
     assert share(g, "idle_alone", "idle") > 0.75 * ncpus, g.out
     # the counters say what happened

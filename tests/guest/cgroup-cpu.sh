@@ -14,6 +14,56 @@ now_us() { awk '{ printf "%d\n", $1 * 1000000 }' /proc/uptime; }
 
 stop_hogs() { kill $HOGS 2>/dev/null; wait $HOGS 2>/dev/null; HOGS=""; }
 
+# Retry command $2... every 0.1 s until it succeeds, for up to 30 s; then print $1 and fail.
+within_30s() {
+    local what=$1 tries=0
+    shift
+    until "$@"; do
+        tries=$((tries + 1))
+        [ $tries -gt 300 ] && { echo "$what" >&2; return 1; }
+        sleep 0.1
+    done
+}
+
+# Start $2 busy loops in cgroup $1 that count their iterations (pids appended to $HOGS). At
+# its k-th SIGUSR1 a loop writes its count so far to /tmp/work/<pid>.<k>; a loop waiting for a
+# CPU handles the signal when it next runs, before its next iteration. Each loop sets its trap
+# before it joins the cgroup (a signal before that would kill it), and this returns once all
+# have joined.
+counting_hogs() {
+    local i=0 p started=""
+    while [ $i -lt $2 ]; do
+        sh -c "n=0; k=0
+               trap 'k=\$((k + 1)); echo \$n >/tmp/work/\$\$.\$k' USR1
+               echo \$\$ >$CG/$1/cgroup.procs
+               while :; do n=\$((n + 1)); done" &
+        started="$started $!"
+        i=$((i + 1))
+    done
+    HOGS="$HOGS $started"
+    for p in $started; do
+        within_30s "counting loop $p never joined $1" grep -qx $p $CG/$1/cgroup.procs || return 1
+    done
+}
+
+# Wait (up to 30 s) until each counting loop of pids $2... has written its count number $1.
+work_wait() {
+    local k=$1 p
+    shift
+    for p in "$@"; do
+        within_30s "counting loop $p never wrote count $k" test -s /tmp/work/$p.$k || return 1
+    done
+}
+
+# Iterations done by the counting loops of pids $@ between their first and second counts.
+work_done() {
+    local p sum=0
+    for p in "$@"; do
+        sum=$((sum + $(cat /tmp/work/$p.2) - $(cat /tmp/work/$p.1)))
+    done
+    echo $sum
+}
+
 # Report, as $1_<cgroup>, each cgroup's CPU time in us over a window of $2 seconds
 # (after 1 s to settle), and the window's length in us as $1_window_us.
 window() {
@@ -79,15 +129,35 @@ report noburst_used_us $(( $(cg_usage noburst) - n0 ))
 # cpu.idle: an idle cgroup next to a busy one gets (almost) nothing while the busy one has
 # work for every CPU (a loop per CPU in each, idle ones started first), and every CPU when it
 # has none. Window $1 of $2 s with both; the busy loops stop after it, the idle ones stay
-# (their pids in HOGS).
+# (their pids in HOGS). Reported twice: as CPU time (cpu.stat, ${1}_idle/_busy) and as work
+# done, loop iterations counted by each loop (${1}_work_idle/_busy). Under TCG the CPU time of
+# a short turn is billed far beyond its work: a vCPU runs up to 100 ms of the host thread while
+# the others wait, and a turn that spans the wait is billed all of it (up to (vCPUs - 1) x
+# 100 ms for a tick's work). Work counts only what ran.
 idle_next_to_busy() {
-    cg_hogs idle $(nproc)
+    rm -rf /tmp/work; mkdir -p /tmp/work
+    counting_hogs idle $(nproc) || exit 1
     local idle_hogs=$HOGS
     HOGS=""
-    cg_hogs busy $(nproc)
-    window $1 $2 idle busy
+    counting_hogs busy $(nproc) || exit 1
+    local busy_hogs=$HOGS
+    sleep 1
+    local u0_idle=$(cg_usage idle) u0_busy=$(cg_usage busy) t0=$(now_us)
+    kill -USR1 $idle_hogs $busy_hogs
+    sleep $2
+    # a loop that did not run since the first signal would merge the two: wait for its count
+    work_wait 1 $idle_hogs || exit 1
+    local u1_idle=$(cg_usage idle) u1_busy=$(cg_usage busy) t1=$(now_us)
+    kill -USR1 $idle_hogs $busy_hogs
+    work_wait 2 $busy_hogs || exit 1
     stop_hogs
     HOGS=$idle_hogs
+    work_wait 2 $idle_hogs || exit 1
+    report ${1}_idle $((u1_idle - u0_idle))
+    report ${1}_busy $((u1_busy - u0_busy))
+    report ${1}_window_us $((t1 - t0))
+    report ${1}_work_idle $(work_done $idle_hogs)
+    report ${1}_work_busy $(work_done $busy_hogs)
 }
 
 # First with this load's watchdog (idle tasks overdue after a quarter of it) ...

@@ -65,6 +65,12 @@ static __always_inline void overload_set(void)
 	stat_inc(STAT_OVERLOAD_SETS);
 }
 
+/* Whether the flag is up: a task waits that only another LLC's CPU can take. */
+static __always_inline bool overload_up(void)
+{
+	return overloaded && !no_shared_runq;
+}
+
 /* Lower the overload flag, accounting the time it was set. */
 static __always_inline void overload_clear(void)
 {

@@ -189,6 +189,10 @@ enum mosaic_stat {
 	STAT_LLC_BALANCE_HINTS, /* the periodic scan told an LLC to take a
 				 * task from one with more waiting per CPU */
 	STAT_LLC_BALANCE_PULLS, /* ... and a CPU of it took one */
+	/* cgroup cpu.idle (weight.bpf.c) */
+	STAT_IDLE_CGROUP_OVERDUE, /* idle_cgroup_pulls whose task had waited
+				   * idle_wait_ns: its turn against the
+				   * watchdog, taken from a busy CPU */
 	NR_MOSAIC_STATS,
 };
 

@@ -209,18 +209,30 @@ static __always_inline bool prev_keeps_cpu(struct task_struct *prev, s32 cpu,
 }
 
 /*
+ * @cpu, about to idle (or to leave a cpu.idle cgroup's task running), takes
+ * work from outside its shared runqueue: a steal from another LLC, or with
+ * --no-shared-runq from the busiest CPU queue (the kernel's newidle balance).
+ */
+static __always_inline bool pull_other_llcs(s32 cpu)
+{
+	return no_shared_runq ? pull_busiest_cpu_queue(cpu) : steal_scan(cpu);
+}
+
+/*
  * @cpu's task stopped or its slice ended. A runnable @prev keeps the CPU with
  * a new slice unless a task queued in the LLC is due before it
  * (prev_keeps_cpu()); else the CPU takes the oldest work of the LLC. With
  * none it may take, a runnable @prev still keeps the CPU - unless it should
  * move; then the kernel, told by SCX_OPS_ENQ_LAST not to keep it on its own,
  * hands it to enqueue_last(). Only a CPU that would otherwise idle steals
- * from another LLC, or one whose LLC the periodic scan found much less busy
- * than another (llc_balance_pull(), first: before prev may keep the CPU).
+ * from another LLC - or run a cpu.idle cgroup's task, which comes after every
+ * other task - or one whose LLC the periodic scan found much less busy than
+ * another (llc_balance_pull(), first: before prev may keep the CPU).
  */
 void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct llc_scan scan;
+	bool idle_prev;
 
 	bw_unpark();
 	if (pull_idle_cgroup(cpu, true))
@@ -236,8 +248,10 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 	if (pull_older_sibling(cpu, &scan) || pull_own_queues(cpu, &scan) ||
 	    pull_sibling_shards(cpu, &scan))
 		return;
-	/* a runnable task of an idle cgroup takes turns with its peers */
-	if (idle_cgroup_takes_turns(prev, cpu))
+	/* a runnable task of an idle cgroup yields to other LLCs' work first,
+	 * then takes turns with its peers */
+	idle_prev = prev_in_idle_cgroup(prev);
+	if (idle_prev && (pull_other_llcs(cpu) || pull_idle_cgroup(cpu, false)))
 		return;
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    !prev_should_move(prev, cpu)) {
@@ -245,7 +259,7 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 		stat_inc(STAT_PREV_REFILLED);
 		return;
 	}
-	if (no_shared_runq ? pull_busiest_cpu_queue(cpu) : steal_scan(cpu))
+	if (!idle_prev && pull_other_llcs(cpu))
 		return;
 	/* idle cgroups last: after work stolen from other LLCs */
 	if (pull_idle_cgroup(cpu, false) || pull_idle_cgroup_remote(cpu))

@@ -291,6 +291,8 @@ static __always_inline bool pull_idle_cgroup_remote(s32 cpu);
 /* a task of an idle cgroup yields to waiters at a tick (cpu.idle) */
 static __always_inline void idle_cgroup_tick(struct task_struct *p,
 					     struct task_ctx *tctx, s32 cpu);
+/* @prev is a runnable task of a cpu.idle cgroup */
+static __always_inline bool prev_in_idle_cgroup(struct task_struct *prev);
 /* a task's share of the machine, Q16 (nice 0 in the root cgroup: 100) */
 static __always_inline u64 task_share(struct task_struct *p,
 				      struct task_ctx *tctx, u64 now);
@@ -329,6 +331,8 @@ static __always_inline s32 misfit_target(struct task_struct *p,
 /* gate.bpf.c: the overload flag and its periodic scan (seed 003) */
 static s32 gate_init(void);
 static __always_inline void overload_set(void);
+/* a task waits that only a CPU of another LLC can take (the flag is up) */
+static __always_inline bool overload_up(void);
 
 /* shard.bpf.c: the sharded shared runqueue (seed 000) and its baseline */
 static s32 shard_init(void);

@@ -17,7 +17,9 @@
  * else queued - or when the head has waited idle_wait_ns (a quarter of the
  * watchdog timeout) and no other task queued for the CPU waited longer, so
  * that no task waits unboundedly - and they give up their CPU at the next
- * tick when a task waits on the CPU's shard.
+ * tick when a task waits on the CPU's shard, or on another LLC's with no CPU
+ * there to take it (the overload flag, gate.bpf.c): the CPU steals it before
+ * an idle cgroup's task runs on.
  *
  * HOW
  * The kernel reports every cgroup with the cpu controller (ops.cgroup_init,
@@ -454,8 +456,11 @@ static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue)
 		if (!tctx || !tctx->runnable_at ||
 		    time_before(scx_bpf_now(),
 				tctx->runnable_at + idle_wait_ns) ||
-		    cpu_has_older_waiter(cpu, tctx->runnable_at))
+		    cpu_has_older_waiter(cpu, tctx->runnable_at) ||
+		    !pull_from(dsq, STAT_IDLE_CGROUP_PULLS))
 			return false;
+		stat_inc(STAT_IDLE_CGROUP_OVERDUE);
+		return true;
 	}
 	return pull_from(dsq, STAT_IDLE_CGROUP_PULLS);
 }
@@ -480,30 +485,31 @@ static __always_inline bool pull_idle_cgroup_remote(s32 cpu)
 }
 
 /*
- * ops.dispatch on @cpu, nothing else queued: a still runnable @prev of an idle
- * cgroup takes turns with its peers on the LLC's idle queue. True if one of
- * them was taken. No task context read until some cgroup has had cpu.idle.
+ * Whether @prev, at ops.dispatch, is a still runnable task of an idle cgroup:
+ * it then comes after other LLCs' work, and takes turns with its peers on the
+ * LLC's idle queue. No task context read until some cgroup has had cpu.idle.
  */
-static __always_inline bool idle_cgroup_takes_turns(struct task_struct *prev,
-						    s32 cpu)
+static __always_inline bool prev_in_idle_cgroup(struct task_struct *prev)
 {
 	struct task_ctx *tctx;
 
-	if (!idle_cgroups_seen || !prev)
+	if (!idle_cgroups_seen || !prev || !(prev->scx.flags & SCX_TASK_QUEUED))
 		return false;
 	tctx = task_ctx_of(prev);
-	return tctx && tctx->in_idle_cgroup && pull_idle_cgroup(cpu, false);
+	return tctx && tctx->in_idle_cgroup;
 }
 
 /*
  * At a tick: @p, of an idle cgroup, gives up its CPU if a task waits on the
- * CPU's shard (SCHED_IDLE: others first), unless it is exiting. Known from its
- * last charge.
+ * CPU's shard, or one waits that only another LLC can take (the overload
+ * flag: dispatch then steals it; SCHED_IDLE: others first), unless it is
+ * exiting. Known from its last charge.
  */
 static __always_inline void idle_cgroup_tick(struct task_struct *p,
 					     struct task_ctx *tctx, s32 cpu)
 {
-	if (!tctx->in_idle_cgroup || task_exiting(p) || !cpu_has_waiters(cpu))
+	if (!tctx->in_idle_cgroup || task_exiting(p) ||
+	    !(cpu_has_waiters(cpu) || overload_up()))
 		return;
 	p->scx.slice = 0;
 	stat_inc(STAT_IDLE_CGROUP_YIELDS);

@@ -195,6 +195,10 @@ pub struct Metrics {
     pub llc_balance_hints: u64,
     #[stat(desc = "busy LLCs: a CPU took a task from the busier LLC it was told of")]
     pub llc_balance_pulls: u64,
+    #[stat(
+        desc = "cpu.idle: of idle_cgroup_pulls, a task that waited a quarter of the watchdog timeout took a busy CPU"
+    )]
+    pub idle_cgroup_overdue: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,
