@@ -65,10 +65,13 @@ static __always_inline void overload_set(void)
 	stat_inc(STAT_OVERLOAD_SETS);
 }
 
-/* Whether the flag is up: a task waits that only another LLC's CPU can take. */
+/*
+ * Whether the flag is up: a task waits that only another LLC's CPU can take.
+ * Never under --no-shared-runq: kick_for() and overload_for() do not raise it.
+ */
 static __always_inline bool overload_up(void)
 {
-	return overloaded && !no_shared_runq;
+	return overloaded;
 }
 
 /* Lower the overload flag, accounting the time it was set. */

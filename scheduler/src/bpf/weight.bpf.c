@@ -453,16 +453,18 @@ static __always_inline bool pull_idle_cgroup(s32 cpu, bool overdue)
 	if (overdue) {
 		head = scx_bpf_dsq_peek(dsq);
 		tctx = head ? task_ctx_of(head) : NULL;
+		/* not yet overdue, or a task queued for @cpu waited longer */
 		if (!tctx || !tctx->runnable_at ||
 		    time_before(scx_bpf_now(),
 				tctx->runnable_at + idle_wait_ns) ||
-		    cpu_has_older_waiter(cpu, tctx->runnable_at) ||
-		    !pull_from(dsq, STAT_IDLE_CGROUP_PULLS))
+		    cpu_has_older_waiter(cpu, tctx->runnable_at))
 			return false;
-		stat_inc(STAT_IDLE_CGROUP_OVERDUE);
-		return true;
 	}
-	return pull_from(dsq, STAT_IDLE_CGROUP_PULLS);
+	if (!pull_from(dsq, STAT_IDLE_CGROUP_PULLS))
+		return false;
+	if (overdue)
+		stat_inc(STAT_IDLE_CGROUP_OVERDUE);
+	return true;
 }
 
 /*
