@@ -400,3 +400,26 @@ fn busy_llcs_even_out_by_weight_so_cgroup_shares_hold_across_llcs() {
         assert!(hogs_share(&off) < 0.5, "{m} {w}: {}", off["workload"]);
     }
 }
+
+#[test]
+fn sibling_pulls_keep_the_llc_vtime_order_with_many_shards() {
+    // cpu.weight 100 against 300, 16 loops each, the 300 ones forked late on CPU 0, on
+    // 2 LLCs of 8 CPUs cut into one-CPU shards (8 per LLC): a CPU that takes from its
+    // siblings in walk order only, whatever their heads' vtimes, ran this at 0.58 of the
+    // weights; taking a head more than a slice older than the next in turn's first,
+    // 0.99 (shards of 2: 0.99 either way)
+    let w = "hogs:counts=16:16,weights=100:300,late_ms=1000,ms=5000";
+    let (ok, j) = sim(
+        "hogs-w-16cpu-shard1",
+        &[
+            "--machine",
+            "16cpu",
+            "--workload",
+            w,
+            "--sched-arg=--shard-size=1",
+        ],
+    );
+    assert!(ok, "{}", j["invariants"]);
+    assert!(hogs_share(&j) >= 0.9, "{}", j["workload"]);
+    assert!(counter(&j, "shard_pulls_sibling") > 0);
+}

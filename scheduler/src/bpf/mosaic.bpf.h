@@ -351,11 +351,15 @@ static __always_inline bool pull_from(u64 dsq, enum mosaic_stat stat);
 struct llc_scan {
 	struct task_struct *cpu_head; /* head of the CPU's own queue */
 	struct task_struct *own_head; /* head of the CPU's own shard */
-	u64 older_dsq;	  /* sibling shard whose head is more than a slice
-			   * older than own_head's, the oldest (0: none) */
+	u64 older_dsq;	  /* the shard of the oldest sibling head the CPU may
+			   * take, if more than a slice older than own_head
+			   * (0: none) */
 	u64 sibling_mask; /* bit i: the i-th sibling in walk order has a head */
-	bool queued;	  /* some queue read has a task */
-	bool due;	  /* a head is due before the runnable prev */
+	u32 older_sibling; /* walk index of that oldest sibling head, if more
+			    * than a slice older than the first one in walk
+			    * order (0: none) */
+	bool queued;	   /* some queue read has a task */
+	bool due;	   /* a head is due before the runnable prev */
 };
 static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 				     struct llc_scan *scan);

@@ -16,11 +16,16 @@
  * Shard s is DSQ SHARD_DSQ_BASE + s; CPU c's own queue is DSQ c. Rust numbers
  * the shards (cpu_shard[], llc_first_shard[], llc_nr_shards[]), keeping SMT
  * siblings in one shard. A CPU's dispatch reads its LLC in one pass
- * (llc_scan()): it peeks each shard's head once, without a lock, starting
- * after its own shard and wrapping, so the CPUs of one shard do not all raid
- * the same neighbour, and locks only a shard it takes from. The pass is
- * O(#shards in the LLC), never O(#CPUs). Queueing a
- * task kicks an idle CPU of the LLC so that it pulls at once. With
+ * (llc_scan()): it peeks each shard's head once, without a lock, and locks
+ * only a shard it takes from. The pass is O(#shards in the LLC), never
+ * O(#CPUs). A CPU with nothing of its own takes from the sibling shards in
+ * walk order (after its own, wrapping, so that the CPUs of one shard do not
+ * all raid the same neighbour), but first from the one with the oldest head
+ * (smallest vtime) if that head is more than a slice older than the first
+ * in walk order: walk order alone, with four shards in an LLC, ran a 3:1
+ * cpu.weight split at 2.2-2.4:1 (test_llc_balance, one vCPU per shard), the
+ * slice rule at 2.9-3.1:1 (TCG). Queueing a task kicks an idle CPU of the
+ * LLC so that it pulls at once. With
  * --no-shared-runq every task waits on its CPU's own queue and a CPU about to
  * idle pulls from the busiest CPU queue of its LLC, else of the machine: the
  * seed's NO_SHARED_RUNQ baseline, the kernel's newidle balance (a scan of
@@ -255,18 +260,20 @@ static __always_inline bool head_due_before(struct task_struct *head,
 /*
  * Fill @scan for @cpu's dispatch in one pass: peek, without a lock, the head
  * of the CPU's own queue and of each shard of its LLC once - its own shard
- * first, then the siblings in walk order (after its own, wrapping, so that
- * the CPUs of one shard do not all raid the same neighbour). With @prev (its
- * slice over, still runnable), note whether a head is due before it. A head
- * may be taken by another CPU before a pull acts on the scan; the pull then
- * takes the next task or none. O(#shards in the LLC), never O(#CPUs).
+ * first, then the siblings in walk order (after its own, wrapping), noting
+ * the oldest sibling head the CPU may take and whether it is more than a
+ * slice older than its own shard's head or the first sibling's. With @prev
+ * (its slice over, still runnable), note whether a head is due before it. A
+ * head may be taken by another CPU before a pull acts on the scan; the pull
+ * then takes the next task or none. O(#shards in the LLC), never O(#CPUs).
  */
 static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 				     struct llc_scan *scan)
 {
 	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
 	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i;
-	u64 now = prev ? scx_bpf_now() : 0, oldest = 0, dsq;
+	u64 now = prev ? scx_bpf_now() : 0, oldest = 0, first_vt = 0, dsq;
+	u32 oldest_i = 0;
 	struct task_struct *head;
 
 	__builtin_memset(scan, 0, sizeof(*scan));
@@ -290,17 +297,27 @@ static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 			scan->due = head_due_before(head, prev, now);
 		if (!i) {
 			scan->own_head = head;
-			oldest = head->scx.dsq_vtime - slice_ns;
 			continue;
 		}
 		scan->sibling_mask |= 1ULL << i;
-		if (scan->own_head &&
-		    time_before(head->scx.dsq_vtime, oldest) &&
-		    head_suits(cpu, dsq, head)) {
-			oldest = head->scx.dsq_vtime;
-			scan->older_dsq = dsq;
+		if (!head_suits(cpu, dsq, head))
+			continue;
+		if (!oldest_i) {
+			first_vt = head->scx.dsq_vtime;
+		} else if (!time_before(head->scx.dsq_vtime, oldest)) {
+			continue;
 		}
+		oldest = head->scx.dsq_vtime;
+		oldest_i = i;
 	}
+	if (!oldest_i)
+		return;
+	dsq = shard_dsq_id(first + (own + oldest_i) % n);
+	if (scan->own_head &&
+	    time_before(oldest, scan->own_head->scx.dsq_vtime - slice_ns))
+		scan->older_dsq = dsq;
+	if (time_before(oldest, first_vt - slice_ns))
+		scan->older_sibling = oldest_i;
 }
 
 /* Move the first task @cpu may run from @dsq to its local DSQ; count it. */
@@ -409,8 +426,9 @@ static __always_inline bool pull_older_sibling(s32 cpu,
 }
 
 /*
- * Take work from the other shards of @cpu's LLC that @scan saw a head in, in
- * walk order, up to the last of them. True if a task moved.
+ * Take work from the other shards of @cpu's LLC that @scan saw a head in: a
+ * head more than a slice older than the first in walk order first, then the
+ * others in walk order, up to the last of them. True if a task moved.
  */
 static __always_inline bool pull_sibling_shards(s32 cpu,
 						const struct llc_scan *scan)
@@ -425,12 +443,18 @@ static __always_inline bool pull_sibling_shards(s32 cpu,
 	stat_inc(STAT_SIBLING_SCANS);
 	if (!scan->sibling_mask)
 		return false;
+	/* a head well older than the first in walk order goes first */
+	if (scan->older_sibling &&
+	    pull_from(shard_dsq_id(first + (own + scan->older_sibling) % n),
+		      STAT_SHARD_PULLS_SIBLING))
+		return true;
 	bpf_for (i, 1, n) {
 		if (i >= MAX_SHARDS_PER_LLC)
 			break;
 		if (!(scan->sibling_mask >> i))
 			break;
-		if (!(scan->sibling_mask & (1ULL << i)))
+		if (!(scan->sibling_mask & (1ULL << i)) ||
+		    i == scan->older_sibling)
 			continue;
 		dsq = shard_dsq_id(first + (own + i) % n);
 		if (head_suits(cpu, dsq, NULL) &&
