@@ -63,43 +63,43 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "not explained yet. The simulator finds an idle CPU at 0.4-0.8x the VM's rate on every preset under hackbench and messaging (1llc 0.07 against 0.17, 2node 0.04 against 0.08, l2-8 0.10 against 0.16): its hackbench keeps CPUs busier between messages (suspect: TCG's idle vCPUs, waiting for a turn of the host thread, stay idle longer than the model's)",
+        why: "not explained yet. The simulator finds an idle CPU at 0.3-0.7x the VM's rate under hackbench and messaging on every preset but l2-8's hackbench (1llc messaging 0.08 against 0.25, 2llc-smt hackbench 0.08 against 0.15, 2node messaging 0.06 against 0.17) (suspect: TCG's idle vCPUs, waiting for a turn of the host thread, stay idle longer than the model's)",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
         num: &["insert_queued"],
         den: &[&["direct_dispatches", "insert_queued"]],
-        why: "not explained yet: off in both directions (2llc-smt messaging 0.46 against 0.22; 1llc messaging 0.00 against 0.40; 2node hackbench 0.18 against 0.38); pipe agrees (the pair shares the waker's CPU in both). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified)",
+        why: "not explained yet: off in both directions (2llc-smt messaging 0.37 against 0.25, l2-8 hackbench 0.33 against 0.06; 1llc messaging 0.00 against 0.42, 2node messaging 0.41 against 0.57); pipe agrees (the pair shares the waker's CPU in both). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified)",
     },
     Ratio {
         name: "sibling-shard pulls / pulls inside the LLC",
         num: &["shard_pulls_sibling", "shard_pulls_older"],
         den: &[SHARD_PULLS],
-        why: "not explained yet: the simulator takes 0.3-0.6x the VM's share from sibling shards on 1llc and 2llc-smt (2llc-smt hackbench 0.023 against 0.049)",
+        why: "not explained yet: the simulator takes 0.3-0.5x the VM's share from sibling shards on 1llc and 2llc-smt (1llc messaging 0.019 against 0.068, 2llc-smt hackbench 0.021 against 0.048) and on l2-8 under messaging",
     },
     Ratio {
         name: "steals / placements",
         num: STEALS,
         den: &[PLACEMENTS],
-        why: "2node only (hackbench 0.016 against 0.037, messaging 0.033 against 0.075: the simulator steals half as often); 2llc-smt agrees; not explained",
+        why: "under messaging the simulator steals 0.5-0.7x as often (2llc-smt 0.012 against 0.025, 2node 0.046 against 0.066); hackbench agrees; not explained",
     },
     Ratio {
         name: "steal hits / steal scans",
         num: &["steal_hits"],
         den: &[&["steal_scans"]],
-        why: "2llc-smt (27-29 % hits against 81-87 %) and 2node (56-69 % against 94-96 %): the simulator's scans often find the other LLC's shard empty; not explained yet",
+        why: "2llc-smt (17-21 % hits against 82-94 %) and 2node (37-63 % against 87-88 %): the simulator's scans often find the other LLC's shard empty; not explained yet",
     },
     Ratio {
         name: "migrations / placements",
         num: &["migrations"],
         den: &[PLACEMENTS],
-        why: "within 20 % on every preset in the last VM run (2node hackbench 0.49 against 0.43, the farthest)",
+        why: "the simulator migrates 0.5-0.8x as often per placement (2node hackbench 0.08 against 0.15, 1llc messaging 0.14 against 0.26); l2-8 hackbench agrees. With --same-rq-pull off, the default on the simulator's machines (not guests), it migrated 1.6-3.2x as often (1llc hackbench 0.46 against 0.25): the guest's pull of a task already on the CPU's runqueue makes most of the difference; the rest is not explained yet",
     },
     Ratio {
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "not explained yet: under hackbench the simulator dispatches empty far less on every preset (1llc 0.001 against 0.036, 2llc-smt 0.023 against 0.037), and under messaging on 1llc, 2node and l2-8; pipe agrees (the pair shares one CPU, which never dispatches empty)",
+        why: "not explained yet: under messaging the simulator dispatches empty less on every preset (1llc 0.002 against 0.128, 2node 0.027 against 0.126), under hackbench less on 2llc-smt and 2node and more on l2-8 (0.069 against 0.040); pipe agrees (the pair shares one CPU, which never dispatches empty)",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
@@ -111,7 +111,7 @@ const RATIOS: &[Ratio] = &[
         name: "time overloaded / workload time",
         num: &["overload_ns"],
         den: &[&["@wall_ns"]],
-        why: "messaging (0.78-0.81 in the VM, 1.00 simulated): the simulator's flag stays up from its first to its last event; the VM's wall time also covers perf's start-up (forking 80 tasks) and drain, when nothing waits, a larger share of a 3 s messaging run than of a 10 s hackbench run (suspect, unmeasured). 1llc pipe (0.044 against 0.000): not explained (suspect: the guest's own kernel threads and the scheduler's userspace queue behind the pair now and then; the model has none)",
+        why: "messaging on 2llc-smt, 2node and l2-8 (0.77-0.81 in the VM, 1.00 simulated): the simulator's flag stays up from its first to its last event; the VM's wall time also covers perf's start-up (forking 80 tasks) and drain, when nothing waits, a larger share of a 3 s messaging run than of a 10 s hackbench run (suspect, unmeasured). 1llc pipe (0.017 against 0.000): not explained (suspect: the guest's own kernel threads and the scheduler's userspace queue behind the pair now and then; the model has none)",
     },
 ];
 
@@ -159,8 +159,11 @@ fn simulate(exe: &Path, dir: &Path, machine: &str, workload: &str) -> Result<Val
         "fidelity-{machine}-{}.json",
         workload.replace([':', ',', '='], "_")
     ));
+    // the VM presets are guests, where --same-rq-pull's auto is on; the simulator's
+    // machines are not, so the flag is passed to run the VM's configuration
     let st = Command::new(exe)
         .args(["--machine", machine, "--workload", workload, "--seed", "1"])
+        .arg("--sched-arg=--same-rq-pull=on")
         .arg("--json")
         .arg(&out)
         .output()
@@ -193,7 +196,8 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
         md,
         "scx_mosaic's counters under the bench workloads in the VM (`{}`, commit {}, {}, {} rounds; \
          {}: TCG models no caches and runs the vCPUs in turn on one host thread, so the VM side is \
-         noisy) against the simulator running the same BPF on the same preset (seed 1). Each cell is \
+         noisy) against the simulator running the same BPF on the same preset (seed 1), with \
+         `--same-rq-pull=on` as in a guest. Each cell is \
          a ratio of counters, VM median (min–max over the rounds) | simulated; a simulated cell \
          marked ✗ is more than {:.0} % (or {ABS_FLOOR} absolute) from the VM's median. Ratios, not \
          counts: the simulator's programs are behavioural models, so their event counts differ by \

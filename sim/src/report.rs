@@ -520,8 +520,8 @@ pub fn main(args: &[String]) -> Result<()> {
          the busiest queue of its LLC, then of the machine, when its average idle time is at least \
          the 0.5 ms migration cost): it pulls from any CPU of the LLC, where CFS's newidle balance \
          stops at its cost budget and misses waiting tasks, so against it the shared runqueue gains \
-         nothing on hackbench here (it loses on Skylake and Milan, whose runs migrate 2-5x more with \
-         it: refills and rq-lock work).\n\n\
+         nothing on hackbench here (-2 % on the 7950X and Skylake, +0.4 % on Milan; its runs \
+         migrate 2.7-4.5x more with it: refills and rq-lock work).\n\n\
          UDP_RR rows: each side's step is one recvmsg plus one sendmsg (`UDP_RR_SIDE_NS`, 2.1 µs on \
          the reference core: the seed's Skylake row, 36 CPUs / (128 netperf x 15,699 tps each), gives \
          17.9 µs of CPU per transaction; less the model's own 8.3 µs of scheduling charges there, at Skylake's speed and SMT rate), and a message \
