@@ -4,6 +4,7 @@ guest command itself hangs."""
 
 import os
 import subprocess
+from pathlib import Path
 
 from vmtest import REPO, VM_BOOT_FAILED, VM_TIMEOUT
 
@@ -86,10 +87,59 @@ def test_asking_for_kvm_where_it_is_unusable_fails_in_one_line(tmp_path):
 
 def test_this_host_runs_the_accelerator_vm_run_reports():
     # what the README says about these machines: /dev/kvm may exist, but QEMU refuses the
-    # host CPU model, so every figure here is TCG (`vm/run -v` names it per run)
+    # host CPU model or KVM stops the guest (then vm/run falls back to TCG), so every figure
+    # here is TCG (`vm/run -v` names it per run)
     p = subprocess.run([str(REPO / "vm/run"), "--print-accel"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0 and p.stdout in ("kvm\n", "tcg\n"), p
     v = vm_run(["--topo", "1cpu", "--timeout", "120", "-v"], "true")
     assert v.returncode == 0, v.stderr
     assert f"accelerator {p.stdout.strip()}" in v.stderr, v.stderr
+
+
+def test_a_kvm_that_stops_the_guest_falls_back_to_tcg_until_the_host_reboots(tmp_path):
+    # A KVM that QEMU accepts (the paused probe passes) but that stops the guest, as nested KVM
+    # did here at the kernel's first cmpxchg16b: the fake QEMU prints QEMU's message and hangs
+    # for a KVM boot, and runs the real QEMU for TCG.
+    calls = tmp_path / "calls"
+    qemu = tmp_path / "qemu"
+    qemu.write_text(f"""#!/bin/bash
+case " $* " in
+  *" -S "*) cat >/dev/null; exit 0 ;;
+  *" -accel kvm "*) echo kvm >> {calls}
+      echo "KVM internal error. Suberror: 1" >&2; echo "emulation failure" >&2; exec sleep 600 ;;
+esac
+echo tcg >> {calls}
+exec qemu-system-x86_64 "$@"
+""")
+    qemu.chmod(0o755)
+    dev = tmp_path / "kvm"
+    dev.write_text("")
+    env = dict(os.environ, MOSAIC_QEMU=str(qemu), MOSAIC_KVM_DEV=str(dev))
+    env.pop("MOSAIC_ACCEL", None)
+    cache = Path(os.environ.get("MOSAIC_CACHE", "/var/cache/mosaic"))
+    mark = cache / ("kvm-failed" + str(dev).replace("/", "_"))
+    try:
+        first = subprocess.run([str(REPO / "vm/run"), "--topo", "1cpu", "--timeout", "300", "--",
+                                "echo hello"], env=env, capture_output=True, text=True,
+                               timeout=400)
+        assert first.returncode == 0 and first.stdout.strip() == "hello", first.stderr
+        assert "KVM did not boot the guest (kvm-error" in first.stderr, first.stderr
+        assert calls.read_text().split() == ["kvm", "tcg"]
+        again = subprocess.run([str(REPO / "vm/run"), "--print-accel"], env=env,
+                               capture_output=True, text=True, timeout=60)
+        assert again.stdout == "tcg\n", again
+        # after a reboot of the host (another boot id) KVM is tried again
+        mark.write_text("another-boot\n")
+        again = subprocess.run([str(REPO / "vm/run"), "--print-accel"], env=env,
+                               capture_output=True, text=True, timeout=60)
+        assert again.stdout == "kvm\n", again
+        # asked for by name, a KVM that stops the guest fails, in one line of vm/run's own
+        mark.unlink()
+        forced = subprocess.run([str(REPO / "vm/run"), "--topo", "1cpu", "--timeout", "300", "--",
+                                 "true"], env=dict(env, MOSAIC_ACCEL="kvm"),
+                                capture_output=True, text=True, timeout=400)
+        assert forced.returncode == VM_BOOT_FAILED, forced.stderr
+        assert "KVM internal error: KVM stopped the guest" in forced.stderr.splitlines()[-1]
+    finally:
+        mark.unlink(missing_ok=True)
