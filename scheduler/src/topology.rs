@@ -289,11 +289,14 @@ impl Topology {
     /// --shard-size 2 for such a workload on such a machine.
     ///
     /// A VM's guest keeps the same default. One vCPU per shard there cut BPF
-    /// ns/call by 13-23 % under TCG (remote-runqueue moves stall on a vCPU
-    /// the host descheduled), but broke cpu.weight and cpu.idle: a 3:1
-    /// weight split ran 2.2:1 and an idle cgroup took 2.6 % of a busy one's
-    /// CPU on 1llc. Weights order tasks within a shard, and across shards
-    /// only to within a slice; with a CPU per shard each keeps its own mix.
+    /// ns/call by 10-23 % under TCG (remote-runqueue moves stall on a vCPU
+    /// the host descheduled). It first broke cpu.weight (a 3:1 split ran
+    /// 2.2:1, 2llc-smt): sibling shards were taken in walk order whatever
+    /// their heads' ages (an idle cgroup took 2.6 % of a busy one's CPU on
+    /// 1llc then; not re-measured since). Since they are taken oldest first
+    /// when a head is more than a slice older (llc_scan()), the split holds
+    /// (2.9-3.1:1), but 1llc hackbench ran slower than with shards of 2 in
+    /// both boots tried (4.66 against 4.26 s; 6.47 against 5.26 s; TCG).
     pub fn default_shard_size(&self) -> usize {
         let mut sizes: Vec<usize> = self.l2s.iter().map(|l| l.len()).collect();
         sizes.sort_unstable();

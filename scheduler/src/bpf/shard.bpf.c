@@ -59,6 +59,15 @@ static __always_inline u32 shard_of(s32 cpu)
 	return cpu_shard[cpu_idx(cpu)];
 }
 
+/*
+ * The DSQ of the shard @i steps after shard @own in the walk order of an LLC
+ * whose @n shards start at global index @first (@i 0: shard @own itself).
+ */
+static __always_inline u64 walk_shard_dsq(u32 first, u32 n, u32 own, u32 i)
+{
+	return shard_dsq_id(first + (own + i) % n);
+}
+
 /* Create every shard's DSQ and every CPU's own DSQ. Called from ops.init. */
 static s32 shard_init(void)
 {
@@ -288,7 +297,7 @@ static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 	bpf_for (i, 0, n) {
 		if (i >= MAX_SHARDS_PER_LLC)
 			break;
-		dsq = shard_dsq_id(first + (own + i) % n);
+		dsq = walk_shard_dsq(first, n, own, i);
 		head = __COMPAT_scx_bpf_dsq_peek(dsq);
 		if (!head)
 			continue;
@@ -312,7 +321,7 @@ static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 	}
 	if (!oldest_i)
 		return;
-	dsq = shard_dsq_id(first + (own + oldest_i) % n);
+	dsq = walk_shard_dsq(first, n, own, oldest_i);
 	if (scan->own_head &&
 	    time_before(oldest, scan->own_head->scx.dsq_vtime - slice_ns))
 		scan->older_dsq = dsq;
@@ -445,7 +454,7 @@ static __always_inline bool pull_sibling_shards(s32 cpu,
 		return false;
 	/* a head well older than the first in walk order goes first */
 	if (scan->older_sibling &&
-	    pull_from(shard_dsq_id(first + (own + scan->older_sibling) % n),
+	    pull_from(walk_shard_dsq(first, n, own, scan->older_sibling),
 		      STAT_SHARD_PULLS_SIBLING))
 		return true;
 	bpf_for (i, 1, n) {
@@ -456,7 +465,7 @@ static __always_inline bool pull_sibling_shards(s32 cpu,
 		if (!(scan->sibling_mask & (1ULL << i)) ||
 		    i == scan->older_sibling)
 			continue;
-		dsq = shard_dsq_id(first + (own + i) % n);
+		dsq = walk_shard_dsq(first, n, own, i);
 		if (head_suits(cpu, dsq, NULL) &&
 		    pull_from(dsq, STAT_SHARD_PULLS_SIBLING))
 			return true;
