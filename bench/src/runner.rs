@@ -78,6 +78,16 @@ pub fn now_utc() -> String {
         .unwrap_or_default()
 }
 
+/// The accelerator a VM run used: @recorded (vm/run --print-accel before the
+/// run), unless vm/run's @stderr says that KVM failed to boot the guest and it
+/// fell back to TCG.
+fn accel_used(recorded: &str, stderr: &str) -> String {
+    if recorded == "kvm" && stderr.contains("KVM did not boot the guest") {
+        return "tcg".into();
+    }
+    recorded.into()
+}
+
 /// Run `sc` on topology `topo` under `scheds`, `rounds` interleaved rounds.
 pub fn run_scenario(
     env: &Env,
@@ -233,6 +243,7 @@ pub fn run_scenario(
     let err = err_thread.join().unwrap_or_default();
     write!(log, "{err}")?;
     run.duration_s = t0.elapsed().as_secs_f64();
+    run.accel = accel_used(&run.accel, &err);
     if !status.success() {
         let last = err
             .lines()
@@ -350,6 +361,16 @@ pub fn check_host() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_fell_back_from_kvm_is_recorded_as_tcg() {
+        let fell = "run: KVM did not boot the guest (kvm-error after 3.1 s; console log: x); \
+                    using TCG, for later runs too until the host reboots\n";
+        assert_eq!(accel_used("kvm", fell), "tcg");
+        assert_eq!(accel_used("kvm", "run: accelerator kvm\n"), "kvm");
+        assert_eq!(accel_used("tcg", ""), "tcg");
+        assert_eq!(accel_used("host", fell), "host");
+    }
 
     #[test]
     fn a_watchdog_timeout_reaches_the_guests_schedulers() {
