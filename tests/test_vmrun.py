@@ -97,17 +97,15 @@ def test_this_host_runs_the_accelerator_vm_run_reports():
     assert f"accelerator {p.stdout.strip()}" in v.stderr, v.stderr
 
 
-def test_a_kvm_that_stops_the_guest_falls_back_to_tcg_until_the_host_reboots(tmp_path):
-    # A KVM that QEMU accepts (the paused probe passes) but that stops the guest, as nested KVM
-    # did here at the kernel's first cmpxchg16b: the fake QEMU prints QEMU's message and hangs
-    # for a KVM boot, and runs the real QEMU for TCG.
+def fake_kvm_qemu(tmp_path, kvm_boot):
+    """A fake QEMU whose paused KVM probe passes, whose KVM boot runs shell @kvm_boot, and
+    which runs the real QEMU for TCG; returns (env for vm/run, calls file, KVM mark path)."""
     calls = tmp_path / "calls"
     qemu = tmp_path / "qemu"
     qemu.write_text(f"""#!/bin/bash
 case " $* " in
   *" -S "*) cat >/dev/null; exit 0 ;;
-  *" -accel kvm "*) echo kvm >> {calls}
-      echo "KVM internal error. Suberror: 1" >&2; echo "emulation failure" >&2; exec sleep 600 ;;
+  *" -accel kvm "*) echo kvm >> {calls}; {kvm_boot} ;;
 esac
 echo tcg >> {calls}
 exec qemu-system-x86_64 "$@"
@@ -118,7 +116,15 @@ exec qemu-system-x86_64 "$@"
     env = dict(os.environ, MOSAIC_QEMU=str(qemu), MOSAIC_KVM_DEV=str(dev))
     env.pop("MOSAIC_ACCEL", None)
     cache = Path(os.environ.get("MOSAIC_CACHE", "/var/cache/mosaic"))
-    mark = cache / ("kvm-failed" + str(dev).replace("/", "_"))
+    return env, calls, cache / ("kvm-failed" + str(dev).replace("/", "_"))
+
+
+def test_a_kvm_that_stops_the_guest_falls_back_to_tcg_until_the_host_reboots(tmp_path):
+    # A KVM that QEMU accepts (the paused probe passes) but that stops the guest, as nested KVM
+    # did here at the kernel's first cmpxchg16b: the fake QEMU prints QEMU's message and hangs.
+    env, calls, mark = fake_kvm_qemu(
+        tmp_path, 'echo "KVM internal error. Suberror: 1" >&2; echo "emulation failure" >&2; '
+                  'exec sleep 600')
     try:
         first = subprocess.run([str(REPO / "vm/run"), "--topo", "1cpu", "--timeout", "300", "--",
                                 "echo hello"], env=env, capture_output=True, text=True,
@@ -141,5 +147,33 @@ exec qemu-system-x86_64 "$@"
                                 capture_output=True, text=True, timeout=400)
         assert forced.returncode == VM_BOOT_FAILED, forced.stderr
         assert "KVM internal error: KVM stopped the guest" in forced.stderr.splitlines()[-1]
+    finally:
+        mark.unlink(missing_ok=True)
+
+
+def test_qemu_quitting_with_a_kvm_error_falls_back_but_a_silent_kvm_hang_does_not(tmp_path):
+    # QEMU refusing the host CPU model at start (seen here before: an MSR KVM cannot set)
+    env, calls, mark = fake_kvm_qemu(
+        tmp_path, "echo 'kvm: failed to set MSR 0x48f' >&2; exit 1")
+    try:
+        p = subprocess.run([str(REPO / "vm/run"), "--topo", "1cpu", "--timeout", "300", "--",
+                            "echo hello"], env=env, capture_output=True, text=True, timeout=400)
+        assert p.returncode == 0 and p.stdout.strip() == "hello", p.stderr
+        assert "KVM did not boot the guest (exited" in p.stderr, p.stderr
+        assert calls.read_text().split() == ["kvm", "tcg"]
+    finally:
+        mark.unlink(missing_ok=True)
+    # a guest that never reaches /init under KVM with no KVM error is an ordinary boot
+    # failure: booted twice under KVM, no fallback, no mark (a working KVM stays in use)
+    calls.unlink()
+    env, calls, mark = fake_kvm_qemu(tmp_path, "exec sleep 600")
+    try:
+        p = subprocess.run([str(REPO / "vm/run"), "--topo", "1cpu", "--timeout", "60", "--",
+                            "true"], env=dict(env, MOSAIC_BOOT_TIMEOUT="5"),
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == VM_BOOT_FAILED, p.stderr
+        assert "KVM did not boot" not in p.stderr, p.stderr
+        assert calls.read_text().split() == ["kvm", "kvm"]
+        assert not mark.exists()
     finally:
         mark.unlink(missing_ok=True)
