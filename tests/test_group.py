@@ -13,10 +13,11 @@ def test_groups_settle_into_distinct_partitions_and_stay_there():
     assert g["state_stopped_on"] == "enabled", "scheduling stopped with userspace"
     groups = {x["path"]: x for x in on["group_balancer"]["groups"]}
     # what failed, in full (pytest shortens dicts): per group its partition, settles,
-    # resettles, exclusivity and runtime per partition; the balancer's counters
+    # resettles, exclusivity, runtime per partition and its last move with the loads it
+    # was decided on; the balancer's counters
     summary = {
         "groups": {p: {k: x[k] for k in ("partition", "settles", "resettles", "exclusivity",
-                                          "runtime_ns_per_partition")}
+                                          "runtime_ns_per_partition", "last_move")}
                    for p, x in groups.items()},
         "counters": {k: on[k] for k in ("group_tick_moves", "group_swaps", "group_moves",
                                          "group_queued", "group_fallback")},

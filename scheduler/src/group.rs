@@ -249,6 +249,7 @@ impl Balancer {
                     exclusivity: g.exclusivity(),
                     runtime_ns: g.total().iter().sum(),
                     runtime_ns_per_partition: g.total().to_vec(),
+                    last_move: g.last_move().into(),
                 }
             })
             .collect();
@@ -305,6 +306,7 @@ mod tests {
             "settles",
             "resettles",
             "exclusivity",
+            "last_move",
         ] {
             assert_eq!(g[key], policy[key], "{key}");
         }

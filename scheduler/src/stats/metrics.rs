@@ -339,6 +339,8 @@ pub struct GroupMetrics {
     pub runtime_ns: u64,
     #[stat(desc = "runtime per partition, ns")]
     pub runtime_ns_per_partition: Vec<u64>,
+    #[stat(desc = "its last settle or move, with the loads per partition it was decided on")]
+    pub last_move: String,
 }
 
 /// One cgroup with a cpu.max limit (bandwidth.bpf.c's slot, this load only).

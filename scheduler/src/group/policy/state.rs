@@ -37,6 +37,8 @@ pub struct Group {
     /// Per partition, whether its effective cpuset reaches it (all: no
     /// cpuset controller, or not read yet).
     allowed: Vec<bool>,
+    /// Its last settle or move and the loads it was decided on, as text.
+    last_move: String,
 }
 
 impl Group {
@@ -70,13 +72,49 @@ impl Group {
         (self.settles, self.resettles)
     }
 
+    /// Takes its load outside its partition (none if unsettled) off
+    /// @part_load, keeping every load >= 0.
+    fn remove_leaving_load(&self, part_load: &mut [f64]) {
+        let Some(pref) = self.pref else { return };
+        for (i, (load, own)) in part_load.iter_mut().zip(&self.load).enumerate() {
+            if i != pref {
+                *load = (*load - own).max(0.0);
+            }
+        }
+    }
+
+    /// Its last settle or move and the loads it was decided on ("" if
+    /// never settled).
+    pub fn last_move(&self) -> &str {
+        &self.last_move
+    }
+
     /// Its state as JSON (the simulator's report; scx_mosaic's is
     /// Balancer::metrics).
     pub fn to_json(&self, cgid: u64) -> Value {
         json!({"cgroup_id": cgid, "partition": self.pref, "settles": self.settles,
                "resettles": self.resettles, "exclusivity": self.exclusivity(),
-               "runtime_ns_per_partition": self.total})
+               "runtime_ns_per_partition": self.total, "last_move": self.last_move})
     }
+}
+
+/// One line on @g's move at @now (ns) to its partition: the loads per
+/// partition it was decided on (all tasks, its own, predicted).
+fn describe_move(g: &Group, now: u64, part_load: &[f64], predict: &[f64]) -> String {
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    format!(
+        "p{} at {:.2} s: load {}; own {}; predicted {}",
+        g.pref.unwrap_or(0),
+        now as f64 / 1e9,
+        list(part_load),
+        list(&g.load),
+        list(predict)
+    )
 }
 
 /// The balancer's state across periods, in time @now (ns, any origin: the
@@ -153,6 +191,7 @@ impl Policy {
                 demand: vec![0; n],
                 busy_periods: 0,
                 allowed: vec![true; n],
+                last_move: String::new(),
             },
         );
         true
@@ -243,27 +282,27 @@ impl Policy {
             return moved;
         }
         self.decay_predictions(now);
+        // the load a settled group still has outside its partition is
+        // leaving (its tasks move in at their next tick): no decision counts
+        // it there, or a group settled a period ago would still weigh on the
+        // partition it left and draw the next group into its own
+        let mut part_load = self.loads_without_leaving(None);
         // new groups first, all of them, one after the other: each sees the
         // load the ones before it are predicted to bring, and their load
         // gone from the partitions they leave
-        let mut part_load = self.part_load.clone();
         while let Some(id) = self.next_candidate(now, true) {
             self.cursor = Some(id);
             if self.try_to_settle(id, now, &part_load) {
                 let g = &self.groups[&id];
-                if let Some(dst) = g.pref {
-                    moved.push((id, dst));
-                    for (i, (load, own)) in part_load.iter_mut().zip(&g.load).enumerate() {
-                        if i != dst {
-                            *load = (*load - own).max(0.0);
-                        }
-                    }
-                }
+                moved.extend(g.pref.map(|p| (id, p)));
+                g.remove_leaving_load(&mut part_load);
             }
         }
         if moved.is_empty() {
             if let Some(id) = self.next_candidate(now, false) {
                 self.cursor = Some(id);
+                // a settled group decides on its own load where it is now
+                let part_load = self.loads_without_leaving(Some(id));
                 if self.try_to_settle(id, now, &part_load) {
                     moved.extend(self.groups[&id].pref.map(|p| (id, p)));
                 }
@@ -275,13 +314,27 @@ impl Policy {
         moved
     }
 
+    /// The partitions' loads without the load that the settled groups,
+    /// except @except, still have outside their partitions.
+    fn loads_without_leaving(&self, except: Option<u64>) -> Vec<f64> {
+        let mut part_load = self.part_load.clone();
+        for (&id, g) in &self.groups {
+            if Some(id) != except {
+                g.remove_leaving_load(&mut part_load);
+            }
+        }
+        part_load
+    }
+
     /// Predicted loads halve every second; gone after ten.
     fn decay_predictions(&mut self, now: u64) {
         let halves = now.saturating_sub(self.predict_stamp) as f64 / PREDICT_HALF_LIFE_NS as f64;
         if halves < 1.0 {
             return;
         }
-        self.predict_stamp = now;
+        // the part of a half-life not yet decayed carries over (the seed's
+        // predict_period_stamp)
+        self.predict_stamp += halves.floor() as u64 * PREDICT_HALF_LIFE_NS;
         for p in self.predict.iter_mut() {
             *p = if halves > 10.0 {
                 0.0
@@ -331,6 +384,7 @@ impl Policy {
             g.pref,
         );
         let group_load: f64 = g.load.iter().sum();
+        let predicted = self.predict.clone();
         if group_load > 0.0 {
             g.settle_period = (g.settle_period * 2).min(SETTLE_PERIOD_MAX_NS);
         }
@@ -350,6 +404,9 @@ impl Policy {
                 true
             }
         };
+        if moved {
+            g.last_move = describe_move(g, now, part_load, &predicted);
+        }
         g.settle_next = now + g.settle_period;
         moved
     }
@@ -479,6 +536,28 @@ mod tests {
     }
 
     #[test]
+    fn a_settled_groups_load_outside_its_partition_is_leaving_it() {
+        let mut p = policy();
+        p.sync(&live(&[1, 2]), 0);
+        // group 1 starts spread, group 2 a period later in p0: group 1
+        // settles alone, into the emptier p1
+        tick(&mut p, 100, [50, 50], &[(1, [50, 50])]);
+        let busy = [(1, [100, 100]), (2, [100, 0])];
+        assert_eq!(tick(&mut p, 200, [200, 100], &busy), [(1, 1)]);
+        // a period later group 1's tasks still run in p0 (they move at their
+        // next tick) and its load grows there, past what was predicted for
+        // p1. Counted in p0, that load would send group 2 into p1 as well
+        // (p0 1.94 - 0.75 own = 1.19 against p1 0.44 - 0.25 own + 0.75
+        // predicted = 0.94); it is leaving p0, and group 2 settles there
+        let busy = [(1, [300, 100]), (2, [200, 50])];
+        assert_eq!(tick(&mut p, 300, [500, 150], &busy), [(2, 0)]);
+        assert_eq!(
+            p.groups()[&2].last_move(),
+            "p0 at 0.30 s: load 0.75 0.44; own 0.75 0.25; predicted 0.00 0.75"
+        );
+    }
+
+    #[test]
     fn idle_groups_do_not_delay_a_busy_ones_settle() {
         let mut p = policy();
         p.sync(&live(&[1, 2, 3, 4, 9]), 0);
@@ -498,6 +577,12 @@ mod tests {
         assert_eq!(tick(&mut p, 50, [100, 0], &busy), []);
         let busy = [(1, [100, 0]), (2, [100, 0])];
         assert_eq!(tick(&mut p, 100, [200, 0], &busy), [(1, 1), (2, 0)]);
+        // each move names the loads it was decided on: group 2 saw p0
+        // without group 1's load, and p1 with it predicted
+        assert_eq!(
+            p.groups()[&2].last_move(),
+            "p0 at 0.10 s: load 0.75 0.00; own 0.75 0.00; predicted 0.00 0.75"
+        );
         // group 1 (gone) and group 5 (new) between periods
         assert_eq!(p.sync(&live(&[2, 5]), 200 * MS), (vec![5], vec![1]));
         assert!(!p.groups().contains_key(&1));
@@ -579,8 +664,11 @@ mod tests {
         assert_eq!(p.predict, [8.0, 1.0]);
         p.decay_predictions(2_100 * MS);
         assert_eq!(p.predict, [2.0, 0.25]);
-        p.decay_predictions(3_000 * MS);
+        // the 0.1 s left over at 2.1 s counts towards the next halving
+        p.decay_predictions(2_950 * MS);
         assert_eq!(p.predict, [2.0, 0.25]);
+        p.decay_predictions(3_000 * MS);
+        assert_eq!(p.predict, [1.0, 0.125]);
         p.decay_predictions(13_200 * MS);
         assert_eq!(p.predict, [0.0, 0.0]);
     }
