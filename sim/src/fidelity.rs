@@ -93,7 +93,7 @@ const RATIOS: &[Ratio] = &[
         name: "migrations / placements",
         num: &["migrations"],
         den: &[PLACEMENTS],
-        why: "the simulator migrates 0.5-0.8x as often per placement (2node hackbench 0.08 against 0.15, 1llc messaging 0.14 against 0.26); l2-8 hackbench agrees. With --same-rq-pull off, the default on the simulator's machines (not guests), it migrated 1.6-3.2x as often (1llc hackbench 0.46 against 0.25): the guest's pull of a task already on the CPU's runqueue makes most of the difference; the rest is not explained yet",
+        why: "the simulator migrates 0.5-0.8x as often per placement (2node hackbench 0.08 against 0.15, 1llc messaging 0.14 against 0.26); l2-8 hackbench agrees. With --same-rq-pull off, the default on bare metal, it migrated 1.6-3.2x as often (1llc hackbench 0.46 against 0.25): the guest's pull of a task already on the CPU's runqueue makes most of the difference; the rest is not explained yet",
     },
     Ratio {
         name: "empty dispatches / placements",
@@ -159,11 +159,9 @@ fn simulate(exe: &Path, dir: &Path, machine: &str, workload: &str) -> Result<Val
         "fidelity-{machine}-{}.json",
         workload.replace([':', ',', '='], "_")
     ));
-    // the VM presets are guests, where --same-rq-pull's auto is on; the simulator's
-    // machines are not, so the flag is passed to run the VM's configuration
+    // the VM presets are guests to the simulator too: the VM's configuration
     let st = Command::new(exe)
         .args(["--machine", machine, "--workload", workload, "--seed", "1"])
-        .arg("--sched-arg=--same-rq-pull=on")
         .arg("--json")
         .arg(&out)
         .output()
@@ -196,8 +194,8 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
         md,
         "scx_mosaic's counters under the bench workloads in the VM (`{}`, commit {}, {}, {} rounds; \
          {}: TCG models no caches and runs the vCPUs in turn on one host thread, so the VM side is \
-         noisy) against the simulator running the same BPF on the same preset (seed 1), with \
-         `--same-rq-pull=on` as in a guest. Each cell is \
+         noisy) against the simulator running the same BPF on the same preset (seed 1), a guest \
+         there too (`--same-rq-pull`'s auto is on). Each cell is \
          a ratio of counters, VM median (min–max over the rounds) | simulated; a simulated cell \
          marked ✗ is more than {:.0} % (or {ABS_FLOOR} absolute) from the VM's median. Ratios, not \
          counts: the simulator's programs are behavioural models, so their event counts differ by \

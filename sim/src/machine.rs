@@ -70,7 +70,7 @@ fn build(places: &[Place]) -> Topology {
         l2s,
         llcs,
         nodes,
-        // the modelled machines are bare metal; --same-rq-pull=on models a guest
+        // bare metal unless the preset is one of vm/run's (Machine::preset)
         guest: false,
     }
 }
@@ -112,6 +112,10 @@ fn regular(
     }
     v
 }
+
+/// The presets that model vm/run's guests: the scheduler sees a guest there,
+/// as in the VM (its guest-only defaults apply: --same-rq-pull's auto is on).
+pub const VM_PRESETS: [&str; 6] = ["1llc", "2llc-smt", "2node", "l2-8", "1cpu", "16cpu"];
 
 pub const PRESETS: &[(&str, &str)] = &[
     (
@@ -204,7 +208,9 @@ impl Machine {
             }
             _ => bail!("unknown machine {name:?} (--list-machines)"),
         };
-        Ok(Machine::new(name, build(&places), speed, llc_bytes))
+        let mut topo = build(&places);
+        topo.guest = VM_PRESETS.contains(&name);
+        Ok(Machine::new(name, topo, speed, llc_bytes))
     }
 
     fn new(name: &str, topo: Topology, speed: f64, llc_bytes: u64) -> Machine {

@@ -337,9 +337,17 @@ fn a_request_response_transaction_pays_both_sides_and_two_wakeups() {
     assert!((tps - to_end).abs() < 0.05 * to_end, "{tps} vs {to_end}");
 }
 
-/// Work per callback (kfunc calls + loop iterations, `bpf_work`) of @workload on @machine.
+/// Work per callback (kfunc calls + loop iterations, `bpf_work`) of @workload on @machine,
+/// configured as on bare metal (the guest-only same-rq walk off on vm/run's presets too).
 fn work_per_callback(machine: &str, workload: &str) -> f64 {
-    let (ok, j) = sim("work", &["--machine", machine, "--workload", workload]);
+    let args = [
+        "--machine",
+        machine,
+        "--workload",
+        workload,
+        "--sched-arg=--same-rq-pull=off",
+    ];
+    let (ok, j) = sim("work", &args);
     assert!(ok, "{machine} {workload}: {}", j["exit"]);
     j["bpf_work"]["per_callback"].as_f64().unwrap()
 }
