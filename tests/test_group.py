@@ -52,7 +52,8 @@ def test_groups_settle_into_distinct_partitions_and_stay_there():
           f"{on['group_moves']}, tick {on['group_tick_moves']}, swap {on['group_swaps']}, "
           f"queued {on['group_queued']}; sysbench events/s "
           f"on: {g['eps_on_a']} + {g['eps_on_b']}, off: {g['eps_off_a']} + {g['eps_off_b']} "
-          "(TCG, noisy, no cache model)")
+          "(TCG, noisy, no cache model); last moves: "
+          f"a {a['last_move']}, b {b['last_move']}")
 
 
 def test_bad_group_balancer_input_loads_nothing():
