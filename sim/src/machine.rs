@@ -117,6 +117,11 @@ fn regular(
 /// as in the VM (its guest-only defaults apply: --same-rq-pull's auto is on).
 pub const VM_PRESETS: [&str; 6] = ["1llc", "2llc-smt", "2node", "l2-8", "1cpu", "16cpu"];
 
+/// The mosaic-sim argument that runs any preset in bare metal's configuration
+/// (the guest-only same-runqueue walk off on VM_PRESETS too): the BPF work
+/// table and its test compare machines in one configuration.
+pub const BARE_METAL_SCHED_ARG: &str = "--sched-arg=--same-rq-pull=off";
+
 pub const PRESETS: &[(&str, &str)] = &[
     (
         "epyc-9654x2",

@@ -571,8 +571,8 @@ fn bpf_work_section(md: &mut String, exe: &PathBuf, dir: &std::path::Path) -> Re
         "\n## BPF work per scheduling event\n\nKfunc calls plus loop iterations of the scheduler's C per \
          callback (select_cpu, enqueue, dispatch, running, ...), counted by the simulator (`bpf_work`), \
          default flags as on bare metal (`--same-rq-pull=off`: the guest-only walk stays off on the \
-         vm/run presets, which the simulator runs as guests); in parentheses the ratio to `2llc-smt` (8 CPUs). A walk over every CPU or every \
-         shard would grow with the machine; `sim/tests/sim.rs` fails if a 192-CPU machine needs more than \
+         vm/run presets, which the simulator runs as guests); in parentheses the ratio to \
+         `2llc-smt` (8 CPUs). A walk over every CPU or every shard would grow with the machine; `sim/tests/sim.rs` fails if a 192-CPU machine needs more than \
          2x.\n\n| machine | CPUs | shards | {} | {} |\n|---|---|---|---|---|",
         workloads[0], workloads[1]
     )?;
@@ -585,8 +585,7 @@ fn bpf_work_section(md: &mut String, exe: &PathBuf, dir: &std::path::Path) -> Re
             let st = Command::new(exe)
                 .args(["--machine", m, "--workload", w, "--seed", "1", "--json"])
                 .arg(&out)
-                // bare metal's configuration on vm/run's presets too
-                .arg("--sched-arg=--same-rq-pull=off")
+                .arg(crate::machine::BARE_METAL_SCHED_ARG)
                 .output()
                 .context("running mosaic-sim")?;
             if !st.status.success() {

@@ -345,7 +345,7 @@ fn work_per_callback(machine: &str, workload: &str) -> f64 {
         machine,
         "--workload",
         workload,
-        "--sched-arg=--same-rq-pull=off",
+        mosaic_sim::machine::BARE_METAL_SCHED_ARG,
     ];
     let (ok, j) = sim("work", &args);
     assert!(ok, "{machine} {workload}: {}", j["exit"]);
