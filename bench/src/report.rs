@@ -1,7 +1,7 @@
 //! From results to the report: medians with min–max, ratios to the kernel's default, BPF cost
 //! per call, the Markdown tables and the SVG plots (plotters, SVG backend).
 
-use crate::model::{ScenarioRun, Suite};
+use crate::model::{Sample, ScenarioRun, Suite};
 use crate::suite::{scenario, Scenario};
 use anyhow::{Context, Result};
 use plotters::prelude::*;
@@ -63,9 +63,46 @@ fn survival_line(ms: u32, cs: &[Cell]) -> String {
     )
 }
 
+/// Round by round, `ratio(a's run, b's run)` for schedulers `a` and `b` in the rounds of `run`
+/// where both succeeded: (median, min, max, rounds). One round's runs follow each other in one
+/// boot, so what slows a whole round (the host, the guest's state) cancels in the ratio, which
+/// a ratio of medians over all rounds keeps.
+fn paired(
+    run: &ScenarioRun,
+    a: &str,
+    b: &str,
+    ratio: impl Fn(&Sample, &Sample) -> Option<f64>,
+) -> Option<(f64, f64, f64, usize)> {
+    let ok = |sched: &str, round: u32| {
+        run.samples
+            .iter()
+            .find(|s| s.sched == sched && s.round == round && s.fail.is_none())
+    };
+    let mut rounds: Vec<u32> = run.samples.iter().map(|s| s.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let v: Vec<f64> = rounds
+        .into_iter()
+        .filter_map(|r| ratio(ok(a, r)?, ok(b, r)?))
+        .filter(|x| x.is_finite())
+        .collect();
+    let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    median(&v).map(|m| (m, lo, hi, v.len()))
+}
+
+/// "round by round ×m (lo–hi, n rounds)" for a paired() result.
+fn paired_note(p: Option<(f64, f64, f64, usize)>) -> String {
+    match p {
+        Some((m, lo, hi, n)) => format!("round by round ×{m:.2} ({lo:.2}–{hi:.2}, {n} rounds)"),
+        None => "no round with both".into(),
+    }
+}
+
 /// Mosaic's BPF cost in one scenario against the cheapest peer's, per call and per run (None
-/// without a successful Mosaic cell or peers with BPF statistics).
-fn bpf_line(sc: &Scenario, cs: &[Cell]) -> Option<String> {
+/// without a successful Mosaic cell or peers with BPF statistics); per call also round by
+/// round (paired()).
+fn bpf_line(run: &ScenarioRun, sc: &Scenario, cs: &[Cell]) -> Option<String> {
     let mo = cs
         .iter()
         .find(|c| c.sched == "mosaic" && c.fail.is_none())?;
@@ -83,6 +120,15 @@ fn bpf_line(sc: &Scenario, cs: &[Cell]) -> Option<String> {
         Some(format!("{} {v:.0} (Mosaic {m:.0}, ×{:.2})", c.sched, m / v))
     };
     let per_call = cheapest(|c| c.bpf)?;
+    let per_call_peer = peers
+        .iter()
+        .filter_map(|c| c.bpf.map(|v| (c, v)))
+        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())?
+        .0;
+    let per_call_paired = paired(run, "mosaic", &per_call_peer.sched, |m, p| {
+        Some(m.bpf_ns_per_call? / p.bpf_ns_per_call?)
+    });
+    let per_call = format!("{per_call}, {}", paired_note(per_call_paired));
     let per_run = cheapest(|c| c.bpf_ms).unwrap_or_else(|| "not recorded".into());
     Some(format!(
         "- {}: cheapest peer by ns/call {per_call}; by ms/run {per_run}",
@@ -400,7 +446,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         writeln!(o)?;
         // Mosaic against the best peer, per scenario.
         let mut lines = Vec::new();
-        for (_, sc, cs) in &scs {
+        for (run, sc, cs) in &scs {
             let Some(mo) = cs.iter().find(|c| c.sched == "mosaic" && c.fail.is_none()) else {
                 continue;
             };
@@ -419,33 +465,41 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                 });
             if let Some((bc, bv)) = best {
                 let s = score(sc, mv, bv);
+                let metric = sc.headline().0;
+                let by_round = paired(run, "mosaic", &bc.sched, |m, p| {
+                    Some(score(sc, *m.metrics.get(metric)?, *p.metrics.get(metric)?))
+                });
                 lines.push(format!(
-                    "- {}: Mosaic {} vs best peer {} {} → Mosaic {} by {:.1} %",
+                    "- {}: Mosaic {} vs best peer {} {} → Mosaic {} by {:.1} %; {}, above 1: \
+                     Mosaic ahead",
                     sc.name,
                     fmt(mv),
                     bc.sched,
                     fmt(bv),
                     if s >= 1.0 { "ahead" } else { "behind" },
-                    (s - 1.0).abs() * 100.0
+                    (s - 1.0).abs() * 100.0,
+                    paired_note(by_round)
                 ));
             }
         }
         if !lines.is_empty() {
             writeln!(
                 o,
-                "Mosaic against the best peer (headline metric, medians):\n\n{}\n",
+                "Mosaic against the best peer (headline metric, medians; round by round: the \
+                 median and range of each round's ratio, the two runs of a round being minutes \
+                 apart in one boot):\n\n{}\n",
                 lines.join("\n")
             )?;
         }
         let bpf_lines: Vec<String> = scs
             .iter()
-            .filter_map(|(_, sc, cs)| bpf_line(sc, cs))
+            .filter_map(|(run, sc, cs)| bpf_line(run, sc, cs))
             .collect();
         if !bpf_lines.is_empty() {
             writeln!(
                 o,
                 "BPF cost against the cheapest peer (medians; ×: Mosaic over that peer, below 1 \
-                 is cheaper):\n\n{}\n",
+                 is cheaper; round by round: each round's ratio):\n\n{}\n",
                 bpf_lines.join("\n")
             )?;
         }
@@ -605,9 +659,9 @@ fn analysis(svg_dir: &Path) -> Option<String> {
 const ANALYSIS_FILE: &str = "analysis.md";
 
 /// Plot colours, 0xRRGGBB, in SCHEDS order (the last also for unknown names).
-const COLORS: [u32; 14] = [
-    0x787878, 0xd62728, 0xff9896, 0xe377c2, 0xf7b6d2, 0xc49c94, 0xffbb78, 0xad494a, 0x1f77b4,
-    0x2ca02c, 0x9467bd, 0x17becf, 0xbcbd22, 0x8c564b,
+const COLORS: [u32; 16] = [
+    0x787878, 0xd62728, 0xff9896, 0xe377c2, 0xf7b6d2, 0xc49c94, 0xffbb78, 0xad494a, 0xe7969c,
+    0x843c39, 0x1f77b4, 0x2ca02c, 0x9467bd, 0x17becf, 0xbcbd22, 0x8c564b,
 ];
 
 /// A scheduler's colour: grey for EEVDF, reds for Mosaic and its ablations, others for peers.
@@ -793,6 +847,20 @@ mod tests {
             fail: fail.map(String::from),
         };
         let sc = scenario("hackbench").unwrap();
+        // Two rounds: Mosaic over rusty ×1.5 and ×3.0 per call (median ×2.25); p2dq's and
+        // lavd's samples do not matter (rusty is the cheapest working peer).
+        let mut run = ScenarioRun {
+            scenario: "hackbench".into(),
+            ..Default::default()
+        };
+        for (r, m, ru) in [(1, 150.0, 100.0), (2, 300.0, 100.0)] {
+            for (sched, ns) in [("mosaic", m), ("rusty", ru)] {
+                let mut s = sample(sched, r, 1.0, None);
+                s.bpf_ns_per_call = Some(ns);
+                run.samples.push(s);
+            }
+        }
+        let run = run;
         let mut cs = vec![
             cell("mosaic", 200.0, Some(10.0), None),
             cell("p2dq", 300.0, Some(8.0), None),
@@ -801,18 +869,41 @@ mod tests {
             cell("mosaic-no-shared-runq", 10.0, Some(1.0), None),
         ];
         assert_eq!(
-            bpf_line(sc, &cs).unwrap(),
-            "- hackbench: cheapest peer by ns/call rusty 100 (Mosaic 200, ×2.00); \
-             by ms/run p2dq 8 (Mosaic 10, ×1.25)"
+            bpf_line(&run, sc, &cs).unwrap(),
+            "- hackbench: cheapest peer by ns/call rusty 100 (Mosaic 200, ×2.00), \
+             round by round ×2.25 (1.50–3.00, 2 rounds); by ms/run p2dq 8 (Mosaic 10, ×1.25)"
         );
         for c in cs.iter_mut() {
             c.bpf_ms = None;
         }
-        assert!(bpf_line(sc, &cs)
+        assert!(bpf_line(&run, sc, &cs)
             .unwrap()
             .ends_with("by ms/run not recorded"));
         cs[0].fail = Some("ejected".into());
-        assert_eq!(bpf_line(sc, &cs), None);
+        assert_eq!(bpf_line(&run, sc, &cs), None);
+    }
+
+    #[test]
+    fn paired_ratios_use_only_rounds_where_both_succeeded() {
+        let mut run = ScenarioRun::default();
+        run.samples.push(sample("mosaic", 1, 4.0, None));
+        run.samples.push(sample("p2dq", 1, 5.0, None));
+        run.samples.push(sample("mosaic", 2, 9.0, None));
+        run.samples.push(sample("p2dq", 2, 1.0, Some("ejected")));
+        run.samples.push(sample("mosaic", 3, 6.0, None));
+        run.samples.push(sample("p2dq", 3, 4.0, None));
+        run.samples.push(sample("mosaic", 4, 1.0, None));
+        let time = |a: &Sample, b: &Sample| Some(a.metrics["time"] / b.metrics["time"]);
+        // rounds 1 and 3 only: 0.8 and 1.5
+        assert_eq!(
+            paired(&run, "mosaic", "p2dq", time),
+            Some((1.15, 0.8, 1.5, 2))
+        );
+        assert_eq!(paired(&run, "mosaic", "rusty", time), None);
+        assert_eq!(
+            paired_note(Some((1.15, 0.8, 1.5, 2))),
+            "round by round ×1.15 (0.80–1.50, 2 rounds)"
+        );
     }
 
     #[test]

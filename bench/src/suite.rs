@@ -379,6 +379,17 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic("--same-rq-pull=off"),
         default: false,
     },
+    // The shared runqueue's shard size, given explicitly (the default follows the machine's L2s).
+    Sched {
+        label: "mosaic-shard-1",
+        kind: Kind::Mosaic("--shard-size 1"),
+        default: false,
+    },
+    Sched {
+        label: "mosaic-shard-2",
+        kind: Kind::Mosaic("--shard-size 2"),
+        default: false,
+    },
     Sched {
         label: "mosaic-no-l2-locality",
         kind: Kind::Mosaic("--no-l2-locality"),
