@@ -104,22 +104,40 @@ static __always_inline u64 llc_fair_rate(u32 llc)
 }
 
 /*
+ * The most llc_max_lead() counts @llc's clock to move: the rate shares give
+ * its load (vtime_note_llc_load()), Q16, at least MIN_CLOCK_RATE (the clock's
+ * floor); one ns per ns before the periodic scan first weighed the LLC.
+ */
+static __always_inline u64 llc_lead_rate_cap(u32 llc)
+{
+	u64 fair = llc_clock_of(llc)->fair_rate;
+
+	if (!fair)
+		return 1 << RATE_SHIFT;
+	return fair > MIN_CLOCK_RATE ? fair : MIN_CLOCK_RATE;
+}
+
+/*
  * How far ahead of @llc's clock a task may be queued: what the clock covers
  * in wait_target_ns at its measured rate (at least MIN_CLOCK_RATE, see
  * clock_rate_update()). Not "at least a slice": when many tasks run in brief
  * bursts and switching costs more than they run (hackbench under TCG on a
  * busy host), the clock crawls (about 1/1000 ns per ns) and a slice of lead
  * became a 2.5 s wait, and the kernel ejected the scheduler. The rate counts
- * at most one ns per ns, or the rate fair shares would give the LLC's load if
- * that is more (vtime_note_llc_load()): bursts (yield loops, tiny shares
- * starting) move the clock faster than the queues' order moves, and would
+ * at most the rate fair shares give the LLC's load (llc_lead_rate_cap()):
+ * bursts (yield loops, tiny shares starting, a light task's own start at the
+ * bound) move the clock faster than the queues' order moves, and would
  * overstate it. Without the load's cap, 16 busy loops of two cgroups under one
  * parent (300:100) split 1.7:1, not 3:1 (2llc-smt, TCG): each share was
- * under 1/25 of a nice-0 task, each slice cost more vtime than the lead.
+ * under 1/25 of a nice-0 task, each slice cost more vtime than the lead. The
+ * cap once stopped at one ns per ns. With more than a nice-0 task's share per
+ * CPU (nice -20 hogs) the clock moves slower than that: under the gauntlet's
+ * nice churn the longest waits were 1.5-2.2 s (1llc, 4llc; bounds 1.3-1.7 s),
+ * and 0.5-1.3 s with the load's own rate as the cap (TCG).
  */
 static __always_inline u64 llc_max_lead(u32 llc)
 {
-	u64 rate = llc_clock_of(llc)->rate, cap = llc_fair_rate(llc);
+	u64 rate = llc_clock_of(llc)->rate, cap = llc_lead_rate_cap(llc);
 
 	if (rate > cap)
 		rate = cap;
