@@ -110,26 +110,24 @@ fn bpf_line(run: &ScenarioRun, sc: &Scenario, cs: &[Cell]) -> Option<String> {
         .iter()
         .filter(|c| c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none())
         .collect();
-    // The peer with the lowest value of `get`, and Mosaic's value over it.
-    let cheapest = |get: fn(&Cell) -> Option<f64>| -> Option<String> {
+    // The peer with the lowest value of `get`, and "peer value (Mosaic value, ×ratio)".
+    let cheapest = |get: fn(&Cell) -> Option<f64>| -> Option<(&Cell, String)> {
         let m = get(mo)?;
         let (c, v) = peers
             .iter()
-            .filter_map(|c| get(c).map(|v| (c, v)))
+            .filter_map(|c| get(c).map(|v| (*c, v)))
             .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())?;
-        Some(format!("{} {v:.0} (Mosaic {m:.0}, ×{:.2})", c.sched, m / v))
+        Some((
+            c,
+            format!("{} {v:.0} (Mosaic {m:.0}, ×{:.2})", c.sched, m / v),
+        ))
     };
-    let per_call = cheapest(|c| c.bpf)?;
-    let per_call_peer = peers
-        .iter()
-        .filter_map(|c| c.bpf.map(|v| (c, v)))
-        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())?
-        .0;
+    let (per_call_peer, per_call) = cheapest(|c| c.bpf)?;
     let per_call_paired = paired(run, "mosaic", &per_call_peer.sched, |m, p| {
         Some(m.bpf_ns_per_call? / p.bpf_ns_per_call?)
     });
     let per_call = format!("{per_call}, {}", paired_note(per_call_paired));
-    let per_run = cheapest(|c| c.bpf_ms).unwrap_or_else(|| "not recorded".into());
+    let per_run = cheapest(|c| c.bpf_ms).map_or_else(|| "not recorded".into(), |(_, s)| s);
     Some(format!(
         "- {}: cheapest peer by ns/call {per_call}; by ms/run {per_run}",
         sc.name

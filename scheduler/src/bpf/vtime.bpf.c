@@ -94,27 +94,16 @@ static void vtime_init(void)
 
 /*
  * How fast @llc's clock moves if shares hold (vtime_note_llc_load()), Q16,
- * but at least one ns per ns.
+ * but at least @floor; one ns per ns before the periodic scan first weighed
+ * the LLC.
  */
-static __always_inline u64 llc_fair_rate(u32 llc)
-{
-	u64 fair = llc_clock_of(llc)->fair_rate;
-
-	return fair > 1 << RATE_SHIFT ? fair : 1 << RATE_SHIFT;
-}
-
-/*
- * The most llc_max_lead() counts @llc's clock to move: the rate shares give
- * its load (vtime_note_llc_load()), Q16, at least MIN_CLOCK_RATE (the clock's
- * floor); one ns per ns before the periodic scan first weighed the LLC.
- */
-static __always_inline u64 llc_lead_rate_cap(u32 llc)
+static __always_inline u64 llc_fair_rate(u32 llc, u64 floor)
 {
 	u64 fair = llc_clock_of(llc)->fair_rate;
 
 	if (!fair)
 		return 1 << RATE_SHIFT;
-	return fair > MIN_CLOCK_RATE ? fair : MIN_CLOCK_RATE;
+	return fair > floor ? fair : floor;
 }
 
 /*
@@ -124,7 +113,7 @@ static __always_inline u64 llc_lead_rate_cap(u32 llc)
  * bursts and switching costs more than they run (hackbench under TCG on a
  * busy host), the clock crawls (about 1/1000 ns per ns) and a slice of lead
  * became a 2.5 s wait, and the kernel ejected the scheduler. The rate counts
- * at most the rate fair shares give the LLC's load (llc_lead_rate_cap()):
+ * at most the rate fair shares give the LLC's load (llc_fair_rate()):
  * bursts (yield loops, tiny shares starting, a light task's own start at the
  * bound) move the clock faster than the queues' order moves, and would
  * overstate it. Without the load's cap, 16 busy loops of two cgroups under one
@@ -137,7 +126,8 @@ static __always_inline u64 llc_lead_rate_cap(u32 llc)
  */
 static __always_inline u64 llc_max_lead(u32 llc)
 {
-	u64 rate = llc_clock_of(llc)->rate, cap = llc_lead_rate_cap(llc);
+	u64 rate = llc_clock_of(llc)->rate,
+	    cap = llc_fair_rate(llc, MIN_CLOCK_RATE);
 
 	if (rate > cap)
 		rate = cap;
@@ -203,7 +193,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
 	u64 clock, lead, vtime;
 
 	/* slices of real time: in vtime, as fast as the clock moves */
-	lag = (lag * llc_fair_rate(llc)) >> RATE_SHIFT;
+	lag = (lag * llc_fair_rate(llc, 1 << RATE_SHIFT)) >> RATE_SHIFT;
 	vtime_rebase(p, tctx, llc);
 	clock = *llc_vtime(llc);
 	lead = llc_max_lead(llc);
