@@ -21,7 +21,8 @@ def test_groups_settle_into_distinct_partitions_and_stay_there():
                    for p, x in groups.items()},
         "counters": {k: on[k] for k in ("group_tick_moves", "group_swaps", "group_moves",
                                          "group_queued", "group_fallback")},
-        "settle_polls": g["settle_polls_on"], "polled": g["polled_parts_on"]}
+        "settle_polls": g["settle_polls_on"], "polled": g["polled_parts_on"],
+        "moves": g["moves_on"]}
     summary = json.dumps(summary)
     # the churn cgroups were removed again: only a and b are left
     assert sorted(groups) == ["a", "b"], groups

@@ -205,6 +205,19 @@ impl Balancer {
         }
         for (id, p) in self.policy.tick(now_ns, &part, &groups) {
             Self::write_pref(skel, id, Some(p))?;
+            // a move is a decision a user may question: one line each, with
+            // the loads it was decided on
+            let g = &self.policy.groups()[&id];
+            let verb = if g.settles().1 > 0 {
+                "moved to"
+            } else {
+                "settled in"
+            };
+            eprintln!(
+                "scx_mosaic: group {} {verb} {}",
+                self.path(id),
+                g.last_move()
+            );
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //!
 //! The policy is scx_mosaic's own: scheduler/src/group/policy.rs and its
 //! parts (settle.rs's decide(), the seed's try_to_settle; partitions.rs's
-//! parse_partitions; state.rs's per-period state: smoothed loads, round
+//! parse_partitions; state.rs's per-period state: windowed loads, round
 //! robin, settle periods, predicted loads), from
 //! scx_mosaic's library. What this file adds is the
 //! simulator's I/O around it, as scheduler/src/group.rs's `Balancer::tick`

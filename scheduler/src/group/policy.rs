@@ -28,8 +28,9 @@
 //! A second departure: the load a settled group still has outside its
 //! partition counts in no partition for the others' decisions (its tasks move
 //! in at their next tick). The seed's partition loads are PELT averages of a
-//! few ms; ours are smoothed over two periods, so a group settled a period ago
-//! still weighed on the partition it was leaving, and in one of 20 runs of
+//! few ms; ours are averages over a window (LOAD_WINDOW_NS, 1 s; it was two
+//! periods), so a group settled a period ago still weighed on the partition
+//! it was leaving, and in one of 20 runs of
 //! test_group the second group followed the first into its partition (the
 //! prediction, the first's load while it was starting, was too small to
 //! outweigh it). A settled group deciding its own move sees its load where it
@@ -42,7 +43,7 @@
 //! - `settle`: one settle decision, the seed's try_to_settle() on plain
 //!   loads (`decide`, `Decision`);
 //! - `state`: the state across periods (`Policy`, and `Group` per cgroup):
-//!   smoothed loads, predicted loads, settle periods and the round robin.
+//!   windowed loads, predicted loads, settle periods and the round robin.
 //!
 //! Each keeps its tests next to it; what they and group.rs's tests share is
 //! in `tests` here.

@@ -42,5 +42,7 @@ for mode in on off; do
     wait $pids
     for g in a b; do report eps_${mode}_$g "$(sed -n 's/.*events per second: *//p' /tmp/sb.$g)"; done
     stop_mosaic
+    # each settle and move the balancer made, with the loads it decided on
+    report moves_$mode "$(grep -o 'group [a-z0-9]* [a-z ]* p[0-9] at .*' $MOSAIC_LOG | tr '\n' ';')"
     report_json $mode /tmp/$mode.json
 done

@@ -1,18 +1,70 @@
 //! The balancer's state across periods: a `Group` per tracked cgroup (its
-//! partition, runtime totals, smoothed load, settle period) and the `Policy`
+//! partition, runtime totals, windowed load, settle period) and the `Policy`
 //! that holds them with the partitions' loads and predicted loads, and runs
 //! each period: the accounting, the first settles, and one settle attempt
 //! round robin.
 
 use super::settle::{decide, Decision};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 
 /// The longest a settled group waits between two settle attempts.
 pub const SETTLE_PERIOD_MAX_NS: u64 = 10_000_000_000;
 /// Predicted load halves every this long (the seed's DECAY_PERIOD, HZ).
 pub const PREDICT_HALF_LIFE_NS: u64 = 1_000_000_000;
+/// Loads are averaged over at least this long (and two periods). BPF
+/// accounts a running task's time at its CPU's ticks, and a vCPU the host
+/// does not run accounts nothing until it runs again, then all at once: on
+/// the 8-vCPU TCG guest one partition's load read 3.2 to 7.9 CPUs from one
+/// 200 ms period to the next under a steady 4 CPUs of demand. A window
+/// longer than the host's round over the vCPUs evens that out.
+pub const LOAD_WINDOW_NS: u64 = 1_000_000_000;
+
+/// Loads in CPUs from cumulative ns per partition, averaged over a sliding
+/// window: the growth since the newest sample at least a window old (or the
+/// oldest there is), over the time between them.
+#[derive(Debug)]
+struct LoadWindow {
+    samples: VecDeque<(u64, Vec<u64>)>,
+}
+
+impl LoadWindow {
+    /// A window whose counters (@n of them) start from zero at @now.
+    fn starting(now: u64, n: usize) -> Self {
+        LoadWindow {
+            samples: VecDeque::from([(now, vec![0; n])]),
+        }
+    }
+
+    /// Forgets every sample: the window starts again at @now, with the
+    /// totals @cum.
+    fn restart(&mut self, now: u64, cum: &[u64]) {
+        self.samples.clear();
+        self.samples.push_back((now, cum.to_vec()));
+    }
+
+    /// Records the totals @cum at @now and returns the loads over the last
+    /// @window ns.
+    fn update(&mut self, now: u64, cum: &[u64], window: u64) -> Vec<f64> {
+        while self.samples.len() >= 2 && now.saturating_sub(self.samples[1].0) >= window {
+            self.samples.pop_front();
+        }
+        let loads = match self.samples.front() {
+            Some((then, old)) if now > *then => cum
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let old = old.get(i).copied().unwrap_or(0);
+                    c.saturating_sub(old) as f64 / (now - then) as f64
+                })
+                .collect(),
+            _ => vec![0.0; cum.len()],
+        };
+        self.samples.push_back((now, cum.to_vec()));
+        loads
+    }
+}
 
 /// One balanced cgroup.
 #[derive(Debug)]
@@ -28,10 +80,10 @@ pub struct Group {
     /// the partition it was settled into at the time, ns.
     settled_ns: u64,
     inside_ns: u64,
-    /// Recent load per partition, CPUs busy or wanted (smoothed).
+    /// Recent load per partition, CPUs busy or wanted (over the window).
     load: Vec<f64>,
-    /// Runnable demand per partition since it was first seen, ns x weight.
-    demand: Vec<u64>,
+    /// Its runnable demand per partition (ns x weight) in the window.
+    demand: LoadWindow,
     /// Periods in a row in which it ran (first settle from two on).
     busy_periods: u32,
     /// Per partition, whether its effective cpuset reaches it (all: no
@@ -127,9 +179,9 @@ pub struct Policy {
     groups: BTreeMap<u64, Group>,
     predict: Vec<f64>,
     cap: Vec<f64>,
-    part_last: Vec<u64>,
+    /// All tasks' runnable demand per partition in the window, and its load.
+    part_demand: LoadWindow,
     part_load: Vec<f64>,
-    last_tick: u64,
     global_next: u64,
     predict_stamp: u64,
     /// cgid tried last: the next attempt starts after it (round robin).
@@ -146,9 +198,8 @@ impl Policy {
             groups: BTreeMap::new(),
             predict: vec![0.0; n],
             cap,
-            part_last: vec![0; n],
+            part_demand: LoadWindow::starting(0, n),
             part_load: vec![0.0; n],
-            last_tick: 0,
             global_next: 0,
             predict_stamp: 0,
             cursor: None,
@@ -188,7 +239,8 @@ impl Policy {
                 settled_ns: 0,
                 inside_ns: 0,
                 load: vec![0.0; n],
-                demand: vec![0; n],
+                // BPF accounts a cgroup from when it is registered (now)
+                demand: LoadWindow::starting(now, n),
                 busy_periods: 0,
                 allowed: vec![true; n],
                 last_move: String::new(),
@@ -231,21 +283,13 @@ impl Policy {
         part_demand: &[u64],
         group_totals: &BTreeMap<u64, Vec<u64>>,
     ) -> Vec<(u64, usize)> {
-        let secs = (now.saturating_sub(self.last_tick) as f64 / 1e9).max(1e-3);
-        self.last_tick = now;
-
-        // partition loads, in CPUs, smoothed over two periods
-        for (p, (last, load)) in self
-            .part_last
-            .iter_mut()
-            .zip(self.part_load.iter_mut())
-            .enumerate()
-        {
-            let ns = part_demand.get(p).copied().unwrap_or(0);
-            let fresh = ns.saturating_sub(*last) as f64 / 1e9 / secs;
-            *load = (*load + fresh) / 2.0;
-            *last = ns;
-        }
+        let window = LOAD_WINDOW_NS.max(2 * self.period_ns);
+        let n = self.cap.len();
+        // partition loads, in CPUs, over the window
+        let cum: Vec<u64> = (0..n)
+            .map(|p| part_demand.get(p).copied().unwrap_or(0))
+            .collect();
+        self.part_load = self.part_demand.update(now, &cum, window);
         // group loads (from the demand) and exclusivity (from the runtime)
         for (id, g) in self.groups.iter_mut() {
             let totals = group_totals.get(id).map_or(&[][..], |v| &v[..]);
@@ -269,11 +313,17 @@ impl Policy {
                 }
                 *total = (*total).max(now);
             }
-            for (p, (load, last)) in g.load.iter_mut().zip(g.demand.iter_mut()).enumerate() {
-                let now = demand.get(p).copied().unwrap_or(0);
-                let fresh = now.saturating_sub(*last) as f64 / 1e9 / secs;
-                *load = (*load + fresh) / 2.0;
-                *last = (*last).max(now);
+            let cum: Vec<u64> = (0..n)
+                .map(|p| demand.get(p).copied().unwrap_or(0))
+                .collect();
+            if g.pref.is_none() && !ran {
+                // a group not settled yet is weighed from when it began
+                // running: its first settle (and what it predicts for its
+                // partition) sees its whole load, not a window of mostly idle
+                g.demand.restart(now, &cum);
+                g.load = vec![0.0; n];
+            } else {
+                g.load = g.demand.update(now, &cum, window);
             }
         }
 
@@ -462,6 +512,50 @@ mod tests {
     }
 
     #[test]
+    fn loads_average_bursty_accounting_over_the_window_and_forget_older_load() {
+        // 4 CPUs of demand accounted in bursts, as by vCPUs the host runs in
+        // turn: nothing in one 200 ms period, twice as much in the next
+        let mut w = LoadWindow::starting(0, 1);
+        let mut cum = 0;
+        let mut loads = vec![];
+        for period in 1..=10u64 {
+            cum += if period % 2 == 1 { 0 } else { 1600 * MS };
+            loads.push(w.update(period * 200 * MS, &[cum], LOAD_WINDOW_NS)[0]);
+        }
+        // per period it would read 0 then 8; over the window it reads 2.0 at
+        // worst (the first period), 4 +- 20 % once the window is full
+        assert_eq!(loads[0], 0.0);
+        for (i, l) in loads.iter().enumerate().skip(5) {
+            assert!((3.2..=4.8).contains(l), "period {}: {l}", i + 1);
+        }
+        // the demand stops: after a window, what came before is gone
+        for period in 11..=16u64 {
+            loads.push(w.update(period * 200 * MS, &[cum], LOAD_WINDOW_NS)[0]);
+        }
+        assert_eq!(*loads.last().unwrap(), 0.0, "{loads:?}");
+    }
+
+    #[test]
+    fn a_new_groups_load_counts_from_when_it_began_running() {
+        // group 4, registered at 0, idles for a second, then keeps 2 CPUs of
+        // p0 busy: its first settle, two periods later, weighs 2 CPUs (and
+        // predicts them for its partition), not 2 CPUs thinned over a window
+        // of mostly idle time
+        let mut p = policy();
+        p.sync(&live(&[4]), 0);
+        for t in (100..=1000).step_by(100) {
+            assert_eq!(tick(&mut p, t, [0, 0], &[(4, [0, 0])]), []);
+        }
+        assert_eq!(tick(&mut p, 1100, [200, 0], &[(4, [200, 0])]), []);
+        assert_eq!(tick(&mut p, 1200, [400, 0], &[(4, [400, 0])]), [(4, 0)]);
+        assert_eq!(
+            p.groups()[&4].last_move(),
+            "p0 at 1.20 s: load 0.40 0.00; own 2.00 0.00; predicted 0.00 0.00"
+        );
+        assert_eq!(p.predict, [2.0, 0.0]);
+    }
+
+    #[test]
     fn a_groups_load_is_its_runnable_demand_not_its_runtime() {
         // group 3 keeps 1 CPU of p0 busy while 2 more of its tasks wait there:
         // p0's demand, 3 CPUs, is all its own; p1 carries 1.5 CPUs of other
@@ -544,16 +638,17 @@ mod tests {
         tick(&mut p, 100, [50, 50], &[(1, [50, 50])]);
         let busy = [(1, [100, 100]), (2, [100, 0])];
         assert_eq!(tick(&mut p, 200, [200, 100], &busy), [(1, 1)]);
-        // a period later group 1's tasks still run in p0 (they move at their
-        // next tick) and its load grows there, past what was predicted for
-        // p1. Counted in p0, that load would send group 2 into p1 as well
-        // (p0 1.94 - 0.75 own = 1.19 against p1 0.44 - 0.25 own + 0.75
-        // predicted = 0.94); it is leaving p0, and group 2 settles there
-        let busy = [(1, [300, 100]), (2, [200, 50])];
-        assert_eq!(tick(&mut p, 300, [500, 150], &busy), [(2, 0)]);
+        // a period later four of group 1's tasks still run in p0 (they move
+        // at their next tick) and its load grows there, past what was
+        // predicted for p1. Counted in p0, that load would send group 2 into
+        // p1 as well (p0 2.33 - 1.00 own = 1.33 against p1 0.50 - 0.25 own +
+        // 1.00 predicted = 1.25; group 2's own load counts from 0.10 s, when
+        // it began running); it is leaving p0, and group 2 settles there
+        let busy = [(1, [500, 100]), (2, [200, 50])];
+        assert_eq!(tick(&mut p, 300, [700, 150], &busy), [(2, 0)]);
         assert_eq!(
             p.groups()[&2].last_move(),
-            "p0 at 0.30 s: load 0.75 0.44; own 0.75 0.25; predicted 0.00 0.75"
+            "p0 at 0.30 s: load 0.67 0.50; own 1.00 0.25; predicted 0.00 1.00"
         );
     }
 
@@ -581,7 +676,7 @@ mod tests {
         // without group 1's load, and p1 with it predicted
         assert_eq!(
             p.groups()[&2].last_move(),
-            "p0 at 0.10 s: load 0.75 0.00; own 0.75 0.00; predicted 0.00 0.75"
+            "p0 at 0.10 s: load 1.00 0.00; own 1.00 0.00; predicted 0.00 1.00"
         );
         // group 1 (gone) and group 5 (new) between periods
         assert_eq!(p.sync(&live(&[2, 5]), 200 * MS), (vec![5], vec![1]));
