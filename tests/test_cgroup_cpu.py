@@ -74,6 +74,8 @@ def test_cpu_max_and_cpu_idle(topo):
     # the counters say what happened
     assert s["bw_throttles"] > 0 and s["bw_refills"] > 0, s
     assert s["bw_parked"] > 0 and s["bw_unparked"] + s["bw_park_left"] == s["bw_parked"], s
+    # parks are timed apart from waits for a CPU (wait.bpf.c)
+    assert s["bw_parked_max_us"] > 0, s
     assert s["idle_cgroup_queued"] > 0, s
     # the limited cgroups at exit, each with its own throttling ("lim" was lifted)
     limits = {c["path"]: c for c in s["cgroup_bandwidth"]}

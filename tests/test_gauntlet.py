@@ -35,5 +35,8 @@ def test_gauntlet_cell(topo, cell):
     if cell != "sigkill":
         assert isinstance(c["wait_max_us"], int), c
         assert isinstance(c["wait_bound_us"], int), c
+    if cell == "cpumax":
+        assert isinstance(c["parked_max_us"], int) and c["parked_max_us"] > 0, c
     print(f"{topo} {cell}: wait_max_us {c['wait_max_us']} (bound {c.get('wait_bound_us')}), "
+          f"parked_max_us {c.get('parked_max_us', '-')} (bound {c.get('park_bound_us', '-')}), "
           f"idle_waiting_max_us {c['idle_wait_us']} (TCG, noisy)")

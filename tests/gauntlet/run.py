@@ -20,7 +20,10 @@ Checks of every cell (docs/reliability.md explains them and the bounds):
   idle-wait  idle_waiting_max_us (the scheduler's own scan: a CPU idle while a task allowed
              on it waited) <= idle_wait_bound_us(CPUs); "n/a" when the counters are absent
   wait       wait_max_us, the longest runnable wait the scheduler measured in the cell
-             (wait.bpf.c) <= wait_bound_us(CPUs, most runnable tasks seen in the cell)
+             (wait.bpf.c) <= wait_bound_us(CPUs, most runnable tasks seen in the cell); a task
+             parked by cpu.max waits from when it goes back to a queue
+  park       cpumax: bw_parked_max_us, the longest a task stayed parked by its cgroup's
+             cpu.max, <= park_bound_us(CPUs)
 """
 
 import argparse
@@ -74,6 +77,19 @@ def wait_bound_us(ncpus, runnable):
     """The longest runnable wait a cell may see with at most @runnable runnable tasks."""
     turns = -(-max(runnable, ncpus) // ncpus)
     return WAIT_TARGET_US + (turns + ncpus - 1) * TCG_KICK_PERIOD_US
+# The park bound. A throttled cgroup's parked tasks go back to the queues at its next refill
+# (bandwidth.bpf.c), so a park lasts at most one period: the cpumax cell's periods are at most
+# CPUMAX_PERIOD_MAX_US (tests/guest/gauntlet/cpumax.sh). On top, under TCG, the refill timer's
+# vCPU and then the vCPU that dispatches (and moves them back) may each wait for the host
+# thread: CPUs kick periods in all.
+CPUMAX_PERIOD_MAX_US = 100_000
+
+
+def park_bound_us(ncpus):
+    """The longest a task may stay parked by cpu.max in the cpumax cell."""
+    return CPUMAX_PERIOD_MAX_US + ncpus * TCG_KICK_PERIOD_US
+
+
 DISABLE_BOUND_MS = 10_000
 BAD_RE = re.compile(r"BUG|WARNING|Oops|Call Trace|sched_ext:.*(error|stall)|rcu.*stall"
                     r"|blocked for more than")
@@ -203,6 +219,13 @@ def judge(g, cell):
                                f"{s.get('idle_waiting_scans')} scans saw it)")
             if cell == "cpumax":
                 bad += cpumax_problems(v, s)
+                parked, bound = s.get("bw_parked_max_us"), park_bound_us(ncpus)
+                res["parked_max_us"], res["park_bound_us"] = parked, bound
+                if parked is None:
+                    bad.append("no bw_parked_max_us in the stats")
+                elif parked > bound:
+                    bad.append(f"a task stayed parked by cpu.max {parked} us (bound {bound} us "
+                               f"on {ncpus} CPUs)")
             if cell == "hotplug" and s.get("restarts", 0) < 2:
                 bad.append(f"expected >= 2 restarts, got {s.get('restarts')}")
         if v.get("mosaic_rc") != "0":
@@ -271,7 +294,9 @@ def table(results):
             elif c["status"] == "ok":
                 iw, w = c["idle_wait_us"], c.get("wait_max_us", "n/a")
                 ms = [f"{x / 1000:.0f} ms" if x != "n/a" else "n/a" for x in (iw, w)]
-                cells.append("ok" if iw == w == "n/a" else f"ok ({ms[0]}; {ms[1]})")
+                park = c.get("parked_max_us")
+                ms += [f"park {park / 1000:.0f} ms"] if park is not None else []
+                cells.append("ok" if iw == w == "n/a" else f"ok ({'; '.join(ms)})")
             else:
                 cells.append(c["status"])
         lines.append(f"| {r['kernel'].removesuffix('-cloud-amd64')} | {r['topo']} | {r['secs']} | "

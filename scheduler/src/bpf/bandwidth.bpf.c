@@ -36,10 +36,12 @@
  * Container hosts set cpu.max; a scheduler that ignores it silently lifts
  * every limit. Per-CPU budgets keep the cost of a limit off the hot path.
  * Throttled tasks still count for the kernel's runnable-task watchdog (the
- * kernel has no exemption for them), so waits are bounded the way every
- * wait is: parked tasks re-enter in vtime order each period, and a task
- * never waits behind its own cgroup's tasks for more periods than it has
- * siblings per quota's worth of slices.
+ * kernel has no exemption for them), so parks are bounded too: parked tasks
+ * re-enter in vtime order each period, and a task never waits behind its own
+ * cgroup's tasks for more periods than it has siblings per quota's worth of
+ * slices. The time parked is the limit's, not a wait for a CPU: it is
+ * measured apart (bw_parked_max_us), and a task's wait (wait_max_us) starts
+ * when it goes back to a queue.
  */
 
 /* A borrow from a cgroup's pool: the kernel's sched_cfs_bandwidth_slice. */
@@ -289,14 +291,16 @@ __noinline u32 bw_unpark_slot(u32 slot)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
+	u64 vtime, dsq, now = scx_bpf_now();
 	u32 moved = 0;
 	bool closed;
-	u64 vtime, dsq;
 	s32 cpu;
 
 	bpf_for_each (scx_dsq, p, park_dsq_id(slot & (MAX_BW_CGROUPS - 1)), 0) {
 		tctx = task_ctx_of(p);
 		closed = tctx && bw_close_park(tctx);
+		if (closed)
+			wait_after_park(tctx, now);
 		cpu = scx_bpf_task_cpu(p);
 		vtime = task_queue_vtime(p, llc_of(cpu), 0);
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);

@@ -196,6 +196,10 @@ enum mosaic_stat {
 	STAT_IDLE_CGROUP_OVERDUE, /* idle_cgroup_pulls whose task had waited
 				   * idle_wait_ns: its turn against the
 				   * watchdog, taken from a busy CPU */
+	/* cgroup cpu.max (bandwidth.bpf.c, wait.bpf.c) */
+	STAT_BW_PARKED_MAX_US, /* longest a task stayed parked by its cgroup's
+				* cpu.max (not in STAT_WAIT_MAX_US); a
+				* maximum, not a sum */
 	NR_MOSAIC_STATS,
 };
 

@@ -448,5 +448,7 @@ hand_over_woken(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags);
 /* wait.bpf.c: runnable waits */
 static __always_inline void wait_begin(struct task_ctx *tctx, u64 now);
 static __always_inline u64 wait_end(struct task_ctx *tctx, u64 now);
+/* a parked task goes back to a queue: its park ends, its wait starts */
+static __always_inline void wait_after_park(struct task_ctx *tctx, u64 now);
 
 #endif /* __MOSAIC_BPF_H */

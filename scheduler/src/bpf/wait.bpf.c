@@ -7,7 +7,10 @@
  * or put back after its slice or a preemption) to the moment it runs again -
  * lands in a per-CPU log2 histogram of microseconds (`wait_hist`) and in the
  * per-CPU maximum STAT_WAIT_MAX_US. Userspace sums the histograms into
- * p50/p99/p99.9, per stats interval and for the whole run.
+ * p50/p99/p99.9, per stats interval and for the whole run. A task parked by
+ * its cgroup's cpu.max (bandwidth.bpf.c) waits from when it goes back to a
+ * queue; the time parked is the limit's and has its own maximum,
+ * STAT_BW_PARKED_MAX_US (the kernel's watchdog counts both).
  *
  * HOW
  * ops.runnable and ops.stopping (task still runnable) stamp the task;
@@ -61,4 +64,24 @@ static __always_inline u64 wait_end(struct task_ctx *tctx, u64 now)
 	if (slot && us > *slot)
 		*slot = us;
 	return ns;
+}
+
+/*
+ * The task of @tctx, parked by its cgroup's cpu.max since it became
+ * runnable, goes back to a queue at @now: the time parked is the limit's,
+ * kept apart as the longest park (STAT_BW_PARKED_MAX_US), and its wait for
+ * a CPU starts now.
+ */
+static __always_inline void wait_after_park(struct task_ctx *tctx, u64 now)
+{
+	u64 since = tctx->runnable_at, us, *slot;
+	u32 idx = STAT_BW_PARKED_MAX_US;
+
+	if (!since)
+		return;
+	tctx->runnable_at = now;
+	us = time_before(since, now) ? (now - since) / 1000 : 0;
+	slot = bpf_map_lookup_elem(&stats, &idx);
+	if (slot && us > *slot)
+		*slot = us;
 }

@@ -181,7 +181,10 @@ mod tests {
     #[test]
     fn only_the_max_counters_are_maxima_and_all_have_descriptions() {
         let maxima: Vec<&str> = STATS.iter().filter(|s| s.is_max).map(|s| s.name).collect();
-        assert_eq!(maxima, ["idle_waiting_max_us", "wait_max_us"]);
+        assert_eq!(
+            maxima,
+            ["idle_waiting_max_us", "wait_max_us", "bw_parked_max_us"]
+        );
         for s in &STATS {
             assert!(s.desc.len() > 5, "{}: {:?}", s.name, s.desc);
         }

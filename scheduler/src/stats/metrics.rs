@@ -147,7 +147,9 @@ pub struct Metrics {
     pub prev_refilled: u64,
     #[stat(desc = "a lone task due to move (misfit, partition) found no idle CPU: stayed")]
     pub last_kept: u64,
-    #[stat(desc = "longest runnable wait (woken or requeued until running), microseconds")]
+    #[stat(
+        desc = "longest runnable wait (woken or requeued until running; a cpu.max park apart), microseconds"
+    )]
     pub wait_max_us: u64,
     #[stat(desc = "task outside its partition took the CPU of one that belongs where it was")]
     pub group_swaps: u64,
@@ -199,6 +201,10 @@ pub struct Metrics {
         desc = "cpu.idle: of idle_cgroup_pulls, a task that waited a quarter of the watchdog timeout took a busy CPU"
     )]
     pub idle_cgroup_overdue: u64,
+    #[stat(
+        desc = "cpu.max: longest a task stayed parked by its cgroup's limit (not in wait_max_us), microseconds"
+    )]
+    pub bw_parked_max_us: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,
