@@ -37,6 +37,9 @@ pub struct GroupConfig {
     pub period: Duration,
     /// False with --no-group-balancer: account, but never settle or bind.
     pub enabled: bool,
+    /// Print each settle and move (with --stats: beside the live lines; a
+    /// service without them stays quiet).
+    pub log_moves: bool,
 }
 
 impl GroupConfig {
@@ -47,12 +50,14 @@ impl GroupConfig {
         partitions: Vec<Vec<usize>>,
         period_ms: u64,
         enabled: bool,
+        log_moves: bool,
     ) -> Result<Self> {
         Ok(GroupConfig {
             parent: cgroup_dir(parent)?,
             partitions,
             period: Duration::from_millis(period_ms),
             enabled,
+            log_moves,
         })
     }
 }
@@ -205,6 +210,9 @@ impl Balancer {
         }
         for (id, p) in self.policy.tick(now_ns, &part, &groups) {
             Self::write_pref(skel, id, Some(p))?;
+            if !self.cfg.log_moves {
+                continue;
+            }
             // a move is a decision a user may question: one line each, with
             // the loads it was decided on
             let g = &self.policy.groups()[&id];
@@ -290,6 +298,7 @@ mod tests {
             partitions: t.llcs.clone(),
             period: Duration::from_millis(100),
             enabled: true,
+            log_moves: false,
         };
         let mut b = Balancer::new(cfg, &t);
         assert_eq!(b.metrics().groups, []);

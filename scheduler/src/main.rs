@@ -419,6 +419,7 @@ fn group_config(opts: &Opts, plan: &LoadPlan) -> Result<Option<group::GroupConfi
             partitions.clone(),
             opts.gb_period_ms,
             !opts.no_group_balancer,
+            opts.stats > 0.0,
         )?)),
         _ => Ok(None),
     }

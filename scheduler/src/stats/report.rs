@@ -258,6 +258,7 @@ pub(crate) mod tests {
             partitions: topo.llcs.clone(),
             period: std::time::Duration::from_millis(200),
             enabled: true,
+            log_moves: false,
         };
         let m = crate::group::Balancer::new(cfg, &topo).metrics();
         let json = serde_json::to_value(&m).unwrap();
