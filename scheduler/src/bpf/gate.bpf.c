@@ -183,8 +183,6 @@ static __always_inline s32 idle_cpu_for_waiter(u32 *shard)
 static __always_inline void note_idle_waiting(bool seen)
 {
 	u64 now = scx_bpf_now(), since = idle_waiting_since, us;
-	u32 idx = STAT_IDLE_WAITING_MAX_US;
-	u64 *max;
 
 	if (!seen) {
 		idle_waiting_since = 0;
@@ -196,9 +194,7 @@ static __always_inline void note_idle_waiting(bool seen)
 		return;
 	}
 	us = time_before(since, now) ? (now - since) / 1000 : 0;
-	max = bpf_map_lookup_elem(&stats, &idx);
-	if (max && us > *max)
-		*max = us;
+	stat_max(STAT_IDLE_WAITING_MAX_US, us);
 }
 
 /*

@@ -136,6 +136,16 @@ static __always_inline void stat_add(enum mosaic_stat idx, u64 n)
 		*cnt += n;
 }
 
+/* Raise the mosaic_stat maximum @idx (a *_MAX_* counter) to @v if larger. */
+static __always_inline void stat_max(enum mosaic_stat idx, u64 v)
+{
+	u32 key = idx;
+	u64 *max = bpf_map_lookup_elem(&stats, &key);
+
+	if (max && v > *max)
+		*max = v;
+}
+
 /* Whether @cpu is idle (without claiming it). */
 static __always_inline bool cpu_is_idle(s32 cpu)
 {

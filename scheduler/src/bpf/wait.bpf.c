@@ -46,7 +46,7 @@ static __always_inline void wait_begin(struct task_ctx *tctx, u64 now)
 static __always_inline u64 wait_end(struct task_ctx *tctx, u64 now)
 {
 	u64 since = tctx->runnable_at, ns, us, *slot;
-	u32 bucket, idx = STAT_WAIT_MAX_US;
+	u32 bucket;
 
 	if (!since)
 		return 0;
@@ -60,9 +60,7 @@ static __always_inline u64 wait_end(struct task_ctx *tctx, u64 now)
 	slot = bpf_map_lookup_elem(&wait_hist, &bucket);
 	if (slot)
 		(*slot)++;
-	slot = bpf_map_lookup_elem(&stats, &idx);
-	if (slot && us > *slot)
-		*slot = us;
+	stat_max(STAT_WAIT_MAX_US, us);
 	return ns;
 }
 
@@ -74,14 +72,11 @@ static __always_inline u64 wait_end(struct task_ctx *tctx, u64 now)
  */
 static __always_inline void wait_after_park(struct task_ctx *tctx, u64 now)
 {
-	u64 since = tctx->runnable_at, us, *slot;
-	u32 idx = STAT_BW_PARKED_MAX_US;
+	u64 since = tctx->runnable_at;
 
 	if (!since)
 		return;
 	tctx->runnable_at = now;
-	us = time_before(since, now) ? (now - since) / 1000 : 0;
-	slot = bpf_map_lookup_elem(&stats, &idx);
-	if (slot && us > *slot)
-		*slot = us;
+	stat_max(STAT_BW_PARKED_MAX_US,
+		 time_before(since, now) ? (now - since) / 1000 : 0);
 }
