@@ -30,6 +30,14 @@ pub fn wait_target_ns(timeout_ms: u32) -> u64 {
     (watchdog_ns(timeout_ms) / 8).min(500_000_000)
 }
 
+/// The shortest slice a CPU gives while tasks crowd its own queue
+/// (shard.bpf.c): a sixteenth of @slice_ns (1.25 ms of the default 20 ms;
+/// with the kernel's 4 ms tick at HZ=250 a turn lasts at least a tick
+/// anyway unless the task sleeps first).
+pub fn min_slice_ns(slice_ns: u64) -> u64 {
+    slice_ns / 16
+}
+
 /// The watchdog timeout in ns for @timeout_ms (0: the kernel's).
 fn watchdog_ns(timeout_ms: u32) -> u64 {
     let ms = if timeout_ms == 0 {
@@ -69,6 +77,8 @@ pub struct Tunables {
     pub nr_l2s: u32,
     /// The time slice of each task (--slice-us).
     pub slice_ns: u64,
+    /// The shortest slice while tasks crowd a CPU's own queue (min_slice_ns()).
+    pub min_slice_ns: u64,
     /// Period of the scan that clears the overload flag (--overload-scan-us).
     pub overload_scan_ns: u64,
     /// The longest wait the vtime lead bound aims at (wait_target_ns()).
@@ -243,6 +253,7 @@ impl Tunables {
             nr_shards: layout.shards.len() as u32,
             nr_l2s: topo.l2s.len() as u32,
             slice_ns: opts.slice_us * 1000,
+            min_slice_ns: min_slice_ns(opts.slice_us * 1000),
             overload_scan_ns: opts.overload_scan_us * 1000,
             wait_target_ns: wait_target_ns(opts.timeout_ms),
             idle_wait_ns: idle_wait_ns(opts.timeout_ms),
@@ -307,6 +318,7 @@ macro_rules! with_tunable_fields {
             nr_shards,
             nr_l2s,
             slice_ns,
+            min_slice_ns,
             overload_scan_ns,
             wait_target_ns,
             idle_wait_ns,
@@ -449,6 +461,7 @@ mod tests {
         assert_eq!((t.nr_cpu_ids, t.nr_llcs, t.nr_l2s), (16, 2, 8));
         // default shard size: an L2 group here (2 CPUs)
         assert_eq!((t.nr_shards, t.slice_ns), (8, 20_000_000));
+        assert_eq!(t.min_slice_ns, 1_250_000);
         assert_eq!(t.overload_scan_ns, 10_000_000);
         assert_eq!(t.wait_target_ns, 500_000_000);
         assert_eq!(t.idle_wait_ns, 7_500_000_000);

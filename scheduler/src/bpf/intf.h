@@ -39,6 +39,10 @@ enum mosaic_limits {
 	MAX_CGROUP_DEPTH = 16,
 	/* cgroups whose load changes a CPU holds before folding them */
 	CG_PENDING_SLOTS = 8,
+	/* tasks waiting on a CPU's own queue (pinned there) that take turns at
+	 * full slices; more share this many slices a round, down to
+	 * min_slice_ns each (shard.bpf.c, cpu_queue_note()) */
+	CPU_QUEUE_FULL_SLICES = 4,
 	/* vtime lag (in slices) a task keeps when queued again after a slice */
 	REQUEUE_LAG_SLICES = 16,
 	/* an LLC's clock rate: Q16 fixed point, measured over windows of
@@ -200,6 +204,12 @@ enum mosaic_stat {
 	STAT_BW_PARKED_MAX_US, /* longest a task stayed parked by its cgroup's
 				* cpu.max (not in STAT_WAIT_MAX_US); a
 				* maximum, not a sum */
+	/* tasks pinned to one CPU (shard.bpf.c) */
+	STAT_SHORT_SLICES,  /* a task started with a slice shortened: more
+			     * than CPU_QUEUE_FULL_SLICES tasks waited on
+			     * its CPU's own queue */
+	STAT_CPU_QUEUE_MAX, /* most tasks a dispatch saw waiting on one CPU's
+			     * own queue; a maximum, not a sum */
 	NR_MOSAIC_STATS,
 };
 

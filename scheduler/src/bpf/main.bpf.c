@@ -17,7 +17,8 @@
  * shards of other LLCs, same NUMA node first (steal.bpf.c). With every CPU
  * busy, the periodic scan weighs the LLCs: a CPU of the lightest per CPU
  * takes a task from the heaviest (steal.bpf.c).
- * Tasks pinned to one CPU wait on that CPU's own queue. Every decision a
+ * Tasks pinned to one CPU wait on that CPU's own queue, and take shorter
+ * turns when many crowd it (shard.bpf.c). Every decision a
  * user might question has a counter (intf.h).
  *
  * This file is only the ops table; each mechanism lives in its own file,
@@ -241,6 +242,7 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	llc_scan(cpu, prev && (prev->scx.flags & SCX_TASK_QUEUED) ? prev : NULL,
 		 &scan);
+	cpu_queue_note(cpu, scan.cpu_queued);
 	if (prev_keeps_cpu(prev, cpu, &scan)) {
 		prev->scx.slice = slice_ns;
 		return;
@@ -287,6 +289,7 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	llc_balance_note_share(p, tctx, cpu);
 	group_running(p, tctx, cpu);
 	group_account(p, tctx, cpu, 0, waited);
+	cpu_queue_slice_apply(p, cpu);
 	bw_running(tctx);
 	/* cpu.max: a slice no longer than the budget; none if throttled */
 	if (bw_charge(p, tctx, 0)) {

@@ -34,6 +34,8 @@ const volatile bool cgroup_weights = true; /* honour cgroup cpu.weight */
 const volatile u64 overload_scan_ns = 10000000;
 /* longest wait the vtime lead bound aims at (vtime.bpf.c) */
 const volatile u64 wait_target_ns = 500000000;
+/* shortest slice while tasks pile up on a CPU's own queue (shard.bpf.c) */
+const volatile u64 min_slice_ns = 1250000;
 /* longest wait of a cpu.idle cgroup's task on a busy LLC (weight.bpf.c) */
 const volatile u64 idle_wait_ns = 7500000000;
 /* test switch: lose every task with this command name */
@@ -311,9 +313,9 @@ static __always_inline u64 task_share(struct task_struct *p,
 static void vtime_init(void);
 static __always_inline void vtime_enable(struct task_struct *p,
 					 struct task_ctx *tctx);
-/* the vtime @p queues with on a queue of LLC @llc */
-static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
-					    u64 enq_flags);
+/* the vtime @p queues with on a queue of @cpu's LLC (@pinned: its own) */
+static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
+					    bool pinned, u64 enq_flags);
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now);
 /* how long the task ran, stopping at @now */
@@ -368,6 +370,8 @@ struct llc_scan {
 	u32 older_sibling; /* walk index of that oldest sibling head, if more
 			    * than a slice older than the first one in walk
 			    * order (0: none) */
+	u32 cpu_queued;	   /* tasks on the CPU's own queue (counted only if
+			    * it has a head) */
 	bool queued;	   /* some queue read has a task */
 	bool due;	   /* a head is due before the runnable prev */
 };

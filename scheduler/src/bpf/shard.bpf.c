@@ -33,6 +33,12 @@
  * A CPU whose own shard's head is more than a slice younger than a sibling
  * shard's takes the sibling's instead, so that sharding does not break the
  * vtime order.
+ * Tasks pinned to one CPU have no other CPU to go to: when more than
+ * CPU_QUEUE_FULL_SLICES of them wait on its own queue, the CPU's dispatch
+ * shortens the slices it starts so that they all take a turn within that
+ * many slices (down to min_slice_ns each), as the kernel's fair class gives
+ * a crowded runqueue shorter turns. Full slices let 45 stress-ng workers
+ * that pinned themselves to one vCPU wait 4.7 s (16cpu, TCG).
  * In a virtual machine's guest (--same-rq-pull, default auto), a CPU takes
  * from its own shard, among the first SAME_RQ_LOOK_AHEAD tasks within a
  * slice of the head's vtime, one whose runqueue is already its own (a shard
@@ -80,9 +86,10 @@ static s32 shard_init(void)
 static __always_inline void queue_on_cpu(struct task_struct *p, s32 cpu,
 					 u64 enq_flags)
 {
-	scx_bpf_dsq_insert_vtime(p, cpu_dsq_id(cpu), slice_ns,
-				 task_queue_vtime(p, llc_of(cpu), enq_flags),
-				 enq_flags);
+	scx_bpf_dsq_insert_vtime(
+		p, cpu_dsq_id(cpu), slice_ns,
+		task_queue_vtime(p, cpu, !no_shared_runq, enq_flags),
+		enq_flags);
 	stat_inc(STAT_CPU_ENQUEUES);
 }
 
@@ -93,7 +100,7 @@ static __always_inline void queue_on_shard(struct task_struct *p, s32 cpu,
 	u32 shard = shard_of(cpu);
 
 	scx_bpf_dsq_insert_vtime(p, shard_dsq_id(shard), slice_ns,
-				 task_queue_vtime(p, llc_of(cpu), enq_flags),
+				 task_queue_vtime(p, cpu, false, enq_flags),
 				 enq_flags);
 	stat_inc(STAT_SHARD_ENQUEUES);
 	count(&shard_enqueues, shard);
@@ -110,6 +117,47 @@ static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 		queue_on_cpu(p, cpu, enq_flags);
 	else
 		queue_on_shard(p, cpu, enq_flags);
+}
+
+/*
+ * @cpu's dispatch saw @n tasks waiting on its own queue: up to
+ * CPU_QUEUE_FULL_SLICES take turns at full slices; more share that many
+ * slices a round, at least min_slice_ns each, so that the last waits about
+ * CPU_QUEUE_FULL_SLICES slices, not n. With none, the queue's clock
+ * (vtime.bpf.c) starts afresh. The largest @n is STAT_CPU_QUEUE_MAX. Off with
+ * --no-shared-runq, whose per-CPU queues model the kernel's runqueues (seed
+ * 000's baseline).
+ */
+static __always_inline void cpu_queue_note(s32 cpu, u32 n)
+{
+	struct cpu_queue *q = cpu_queue_of(cpu);
+	u64 slice = 0;
+
+	if (no_shared_runq)
+		return;
+	if (n)
+		stat_max(STAT_CPU_QUEUE_MAX, n);
+	if (n > CPU_QUEUE_FULL_SLICES) {
+		slice = CPU_QUEUE_FULL_SLICES * slice_ns / n;
+		if (slice < min_slice_ns)
+			slice = min_slice_ns;
+	}
+	if (q->slice != slice)
+		q->slice = slice;
+	if (!n && q->clock)
+		q->clock = 0;
+}
+
+/* @p starts on @cpu: cut its slice to the CPU's, if its queue is crowded. */
+static __always_inline void cpu_queue_slice_apply(struct task_struct *p,
+						  s32 cpu)
+{
+	u64 slice = cpu_queue_of(cpu)->slice;
+
+	if (slice && p->scx.slice > slice) {
+		p->scx.slice = slice;
+		stat_inc(STAT_SHORT_SLICES);
+	}
 }
 
 /* Whether a task waits on @cpu's own queue or on its shard. */
@@ -271,7 +319,8 @@ static __always_inline bool head_due_before(struct task_struct *head,
  * of the CPU's own queue and of each shard of its LLC once - its own shard
  * first, then the siblings in walk order (after its own, wrapping), noting
  * the oldest sibling head the CPU may take and whether it is more than a
- * slice older than its own shard's head or the first sibling's. With @prev
+ * slice older than its own shard's head or the first sibling's, and how
+ * many tasks wait on the CPU's own queue if any do. With @prev
  * (its slice over, still runnable), note whether a head is due before it. A
  * head may be taken by another CPU before a pull acts on the scan; the pull
  * then takes the next task or none. O(#shards in the LLC), never O(#CPUs).
@@ -289,6 +338,7 @@ static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 	head = __COMPAT_scx_bpf_dsq_peek(cpu_dsq_id(cpu));
 	if (head) {
 		scan->cpu_head = head;
+		scan->cpu_queued = scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu));
 		scan->queued = true;
 		scan->due = prev && head_due_before(head, prev, now);
 	}

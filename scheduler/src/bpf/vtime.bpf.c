@@ -35,6 +35,15 @@
  *   rate its load explains (see the lag above); a task of tiny share
  *   (nice 19, SCHED_IDLE, a crowded or low cpu.weight cgroup), whose one run
  *   costs seconds of vtime, is queued at that bound.
+ * Tasks pinned to one CPU wait on its own queue and take turns only with
+ * each other there: while some do, the CPU's queue clock (the largest vtime
+ * started from that queue) stands in for the LLC's clock when one of them is
+ * queued, if it is behind (by at most the requeue lag). Their vtimes climb
+ * at their share of one CPU, while the LLC's clock moves with the whole
+ * LLC, or crawls when none of its queued starts is ahead of it: against the
+ * LLC's clock a woken pinned task queued behind every pinned task that kept
+ * its lag, until they had climbed it (24 spinners pinned to one vCPU: the
+ * probe's main thread, woken there, waited 8.3 to 16 s).
  * A task that crosses LLCs (stolen, or woken elsewhere) keeps its distance
  * to its old LLC's clock. sched_yield() charges the yielder a slice, so the
  * tasks within a slice of it run first. Runtime is measured from
@@ -70,6 +79,25 @@ struct llc_clock {
 } __attribute__((aligned(64)));
 
 struct llc_clock llc_clocks[MAX_LLCS];
+
+/*
+ * Per CPU, the state of its own queue (the tasks pinned to it), written only
+ * by the CPU itself: the largest vtime of a pinned task that started from
+ * the queue (0: the queue was empty at the CPU's last dispatch), and the
+ * slice of the tasks the CPU starts (0: slice_ns; shard.bpf.c).
+ */
+struct cpu_queue {
+	u64 clock;
+	u64 slice;
+} __attribute__((aligned(64)));
+
+struct cpu_queue cpu_queues[MAX_CPUS];
+
+/* The own-queue state of @cpu. */
+static __always_inline struct cpu_queue *cpu_queue_of(s32 cpu)
+{
+	return &cpu_queues[cpu_idx(cpu)];
+}
 
 /* The clock of @llc. */
 static __always_inline struct llc_clock *llc_clock_of(u32 llc)
@@ -164,38 +192,68 @@ static __always_inline void vtime_rebase(struct task_struct *p,
 }
 
 /*
- * How far behind its LLC's clock @p may be queued: REQUEUE_LAG_SLICES if it
- * was runnable all along, or if it is a kernel thread; none for a woken task.
+ * Whether @p may be queued behind its LLC's clock (by REQUEUE_LAG_SLICES at
+ * most): if it was runnable all along, or if it is a kernel thread; not a
+ * woken task.
  * Kernel threads keep their credit across sleeps: the work they do on behalf
  * of everyone (workqueues, RCU, the sched_ext watchdog's own check-in) must
  * not queue behind a crowd of user wakers - each still pays for its runtime,
  * so a busy one has no credit left to use.
  */
-static __always_inline u64 queue_lag(struct task_struct *p, u64 enq_flags)
+static __always_inline bool queue_keeps_lag(struct task_struct *p,
+					    u64 enq_flags)
 {
-	if (!(enq_flags & SCX_ENQ_WAKEUP) || (p->flags & PF_KTHREAD))
-		return REQUEUE_LAG_SLICES * slice_ns;
-	return 0;
+	return !(enq_flags & SCX_ENQ_WAKEUP) || (p->flags & PF_KTHREAD);
+}
+
+/* A task pinned to @cpu started from its queue at @vtime: move its clock. */
+static __always_inline void cpu_queue_started(s32 cpu, u64 vtime)
+{
+	struct cpu_queue *q = cpu_queue_of(cpu);
+
+	if (!q->clock || time_before(q->clock, vtime))
+		q->clock = vtime;
 }
 
 /*
- * Vtime at which @p is queued in @llc: its own, rebased to @llc, and not
- * behind the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was
- * runnable all along (it earned that lag by running less than its share);
- * ahead of it by at most a slice plus what its last run cost it, and at most
+ * The clock a task queued in @llc is placed against: the LLC's, or, for one
+ * pinned to @pinned_cpu (-1: none) while tasks pinned there take turns, that
+ * CPU's queue clock if it is behind, but at most @max_lag behind.
+ */
+static __always_inline u64 queue_clock(u32 llc, s32 pinned_cpu, u64 max_lag)
+{
+	u64 clock = *llc_vtime(llc), own;
+
+	if (pinned_cpu < 0 || !(own = cpu_queue_of(pinned_cpu)->clock) ||
+	    !time_before(own, clock))
+		return clock;
+	return time_before(own, clock - max_lag) ? clock - max_lag : own;
+}
+
+/*
+ * Vtime at which @p is queued in the LLC of @cpu (on @cpu's own queue if
+ * @pinned, see queue_clock()): its own, rebased to that LLC, and not behind
+ * the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was runnable
+ * all along (it earned that lag by running less than its share); ahead of it
+ * by at most a slice plus what its last run cost it, and at most
  * llc_max_lead().
  */
-static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
-					    u64 enq_flags)
+static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
+					    bool pinned, u64 enq_flags)
 {
-	u64 lag = queue_lag(p, enq_flags);
 	struct task_ctx *tctx = task_ctx_of(p);
-	u64 clock, lead, vtime;
+	u32 llc = llc_of(cpu);
+	u64 clock, floor, lead, vtime, max_lag;
 
 	/* slices of real time: in vtime, as fast as the clock moves */
-	lag = (lag * llc_fair_rate(llc, 1 << RATE_SHIFT)) >> RATE_SHIFT;
+	max_lag = (REQUEUE_LAG_SLICES * slice_ns *
+		   llc_fair_rate(llc, 1 << RATE_SHIFT)) >>
+		  RATE_SHIFT;
 	vtime_rebase(p, tctx, llc);
-	clock = *llc_vtime(llc);
+	clock = queue_clock(llc, pinned ? cpu : -1, max_lag);
+	/* never more than the lag behind the LLC's clock itself */
+	floor = queue_keeps_lag(p, enq_flags) ? *llc_vtime(llc) - max_lag
+					      : clock;
 	lead = llc_max_lead(llc);
 	if (tctx) {
 		if (tctx->last_charge + slice_ns < lead)
@@ -203,8 +261,8 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, u32 llc,
 		tctx->vtime_queued = true;
 	}
 	vtime = p->scx.dsq_vtime;
-	if (time_before(vtime, clock - lag))
-		vtime = clock - lag;
+	if (time_before(vtime, floor))
+		vtime = floor;
 	else if (time_before(clock + lead, vtime))
 		vtime = clock + lead;
 	p->scx.dsq_vtime = vtime;
@@ -256,9 +314,9 @@ static __always_inline void clock_rate_update(struct llc_clock *c, u64 now)
  * @p starts running on @cpu at @now: rebase its vtime to this LLC; if it
  * comes from one of the LLC's queues (so its vtime is within the bounds of
  * task_queue_vtime()), move the clock up to it (one compare-and-swap; if
- * another CPU moved the clock meanwhile, its move stands). A task put straight
- * on an idle CPU's local queue was ordered against nothing, and leaves the
- * clock alone.
+ * another CPU moved the clock meanwhile, its move stands), and for a task
+ * pinned to @cpu, the CPU's queue clock. A task put straight on an idle
+ * CPU's local queue was ordered against nothing, and leaves the clocks alone.
  */
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
@@ -277,6 +335,8 @@ vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 	if (time_before(old, vtime))
 		__sync_val_compare_and_swap(&c->vtime, old, vtime);
 	clock_rate_update(c, now);
+	if (!no_shared_runq && task_is_pinned(p))
+		cpu_queue_started(cpu, vtime);
 }
 
 /* How long the task of @tctx ran, stopping at @now; 0 if unknown. */

@@ -183,7 +183,12 @@ mod tests {
         let maxima: Vec<&str> = STATS.iter().filter(|s| s.is_max).map(|s| s.name).collect();
         assert_eq!(
             maxima,
-            ["idle_waiting_max_us", "wait_max_us", "bw_parked_max_us"]
+            [
+                "idle_waiting_max_us",
+                "wait_max_us",
+                "bw_parked_max_us",
+                "cpu_queue_max"
+            ]
         );
         for s in &STATS {
             assert!(s.desc.len() > 5, "{}: {:?}", s.name, s.desc);

@@ -205,6 +205,14 @@ pub struct Metrics {
         desc = "cpu.max: longest a task stayed parked by its cgroup's limit (not in wait_max_us), microseconds"
     )]
     pub bw_parked_max_us: u64,
+    #[stat(
+        desc = "pinned tasks: a task started with a shorter slice, more than 4 tasks waiting on its CPU's own queue"
+    )]
+    pub short_slices: u64,
+    #[stat(
+        desc = "pinned tasks: most tasks a dispatch saw waiting on one CPU's own queue (a maximum)"
+    )]
+    pub cpu_queue_max: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,
