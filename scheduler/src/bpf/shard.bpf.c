@@ -338,7 +338,10 @@ static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 	head = __COMPAT_scx_bpf_dsq_peek(cpu_dsq_id(cpu));
 	if (head) {
 		scan->cpu_head = head;
-		scan->cpu_queued = scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu));
+		/* the crowd of tasks pinned here (cpu_queue_note()) */
+		if (!no_shared_runq)
+			scan->cpu_queued =
+				scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu));
 		scan->queued = true;
 		scan->due = prev && head_due_before(head, prev, now);
 	}
