@@ -77,6 +77,18 @@ QUICK = [("1llc", ["affinity", "threads", "cpumax", "sigkill"]),
 WAIT_TARGET_US = 500_000
 
 
+def intf_constant(name):
+    """The value of enum constant @name in the scheduler's BPF interface header."""
+    m = re.search(rf"\b{name}\s*=\s*(\d+)", (REPO / "scheduler/src/bpf/intf.h").read_text())
+    if not m:
+        sys.exit(f"run.py: {name} not found in scheduler/src/bpf/intf.h")
+    return int(m.group(1))
+
+
+# More tasks than this waiting on one CPU's own queue take short turns (shard.bpf.c).
+CPU_QUEUE_FULL_SLICES = intf_constant("CPU_QUEUE_FULL_SLICES")
+
+
 def wait_bound_us(ncpus, runnable, pinned_pile=0):
     """The longest runnable wait a cell may see with at most @runnable runnable tasks and at
     most @pinned_pile waiting on one CPU's own queue."""
@@ -250,7 +262,7 @@ def judge(g, cell):
             bad.append(f"a stressor made no progress: {v.get('bogo')}")
     if cell == "pinned" and "load_error" not in v:
         s = g.json.get(cell) or {}
-        if s.get("short_slices", 0) == 0 or s.get("cpu_queue_max", 0) <= 4:
+        if s.get("short_slices", 0) == 0 or s.get("cpu_queue_max", 0) <= CPU_QUEUE_FULL_SLICES:
             bad.append(f"the crowd on CPU {v.get('pinned_to')} was not seen: cpu_queue_max "
                        f"{s.get('cpu_queue_max')}, short_slices {s.get('short_slices')}")
     if cell == "sigstop":

@@ -303,8 +303,7 @@ __noinline u32 bw_unpark_slot(u32 slot)
 			wait_after_park(tctx, now);
 		cpu = scx_bpf_task_cpu(p);
 		dsq = queue_dsq_of(p, cpu);
-		vtime = task_queue_vtime(
-			p, cpu, !no_shared_runq && dsq == cpu_dsq_id(cpu), 0);
+		vtime = task_queue_vtime(p, cpu, 0);
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);
 		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0)) {
 			count_moved_in(dsq);

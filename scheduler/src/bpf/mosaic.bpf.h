@@ -174,6 +174,23 @@ static __always_inline bool task_is_pinned(const struct task_struct *p)
 	return p->nr_cpus_allowed == 1;
 }
 
+/* Whether @p waits on its CPU's own queue: pinned, or any under
+ * --no-shared-runq. */
+static __always_inline bool task_queues_on_cpu(const struct task_struct *p)
+{
+	return no_shared_runq || task_is_pinned(p);
+}
+
+/*
+ * Whether @p waits among a pinned crowd: on its CPU's own queue, whose clock
+ * (vtime.bpf.c) and short turns (shard.bpf.c) it is subject to. Not under
+ * --no-shared-runq, whose per-CPU queues model the kernel's runqueues.
+ */
+static __always_inline bool task_in_pinned_crowd(const struct task_struct *p)
+{
+	return !no_shared_runq && task_is_pinned(p);
+}
+
 /*
  * Whether @p is exiting. Such a task is never held back nor made to yield
  * (cpu.max, cpu.idle): the kernel puts it back on its CPU without ops.enqueue
@@ -313,9 +330,9 @@ static __always_inline u64 task_share(struct task_struct *p,
 static void vtime_init(void);
 static __always_inline void vtime_enable(struct task_struct *p,
 					 struct task_ctx *tctx);
-/* the vtime @p queues with on a queue of @cpu's LLC (@pinned: its own) */
+/* the vtime @p queues with on a queue of @cpu's LLC */
 static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
-					    bool pinned, u64 enq_flags);
+					    u64 enq_flags);
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now);
 /* how long the task ran, stopping at @now */

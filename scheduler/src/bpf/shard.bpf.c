@@ -86,10 +86,9 @@ static s32 shard_init(void)
 static __always_inline void queue_on_cpu(struct task_struct *p, s32 cpu,
 					 u64 enq_flags)
 {
-	scx_bpf_dsq_insert_vtime(
-		p, cpu_dsq_id(cpu), slice_ns,
-		task_queue_vtime(p, cpu, !no_shared_runq, enq_flags),
-		enq_flags);
+	scx_bpf_dsq_insert_vtime(p, cpu_dsq_id(cpu), slice_ns,
+				 task_queue_vtime(p, cpu, enq_flags),
+				 enq_flags);
 	stat_inc(STAT_CPU_ENQUEUES);
 }
 
@@ -100,7 +99,7 @@ static __always_inline void queue_on_shard(struct task_struct *p, s32 cpu,
 	u32 shard = shard_of(cpu);
 
 	scx_bpf_dsq_insert_vtime(p, shard_dsq_id(shard), slice_ns,
-				 task_queue_vtime(p, cpu, false, enq_flags),
+				 task_queue_vtime(p, cpu, enq_flags),
 				 enq_flags);
 	stat_inc(STAT_SHARD_ENQUEUES);
 	count(&shard_enqueues, shard);
@@ -113,7 +112,7 @@ static __always_inline void queue_on_shard(struct task_struct *p, s32 cpu,
 static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 				       u64 enq_flags)
 {
-	if (no_shared_runq || task_is_pinned(p))
+	if (task_queues_on_cpu(p))
 		queue_on_cpu(p, cpu, enq_flags);
 	else
 		queue_on_shard(p, cpu, enq_flags);
@@ -192,7 +191,7 @@ static __always_inline bool cpu_has_older_waiter(s32 cpu, u64 since)
 /* The queue @p, on @cpu, waits on: @cpu's own if pinned, else its shard. */
 static __always_inline u64 queue_dsq_of(struct task_struct *p, s32 cpu)
 {
-	if (no_shared_runq || task_is_pinned(p))
+	if (task_queues_on_cpu(p))
 		return cpu_dsq_id(cpu);
 	return shard_dsq_id(shard_of(cpu));
 }
@@ -246,7 +245,7 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 		kick_claimed(cpu);
 		return;
 	}
-	if (no_shared_runq || task_is_pinned(p))
+	if (task_queues_on_cpu(p))
 		return;
 	if (p->nr_cpus_allowed == nr_cpu_ids) {
 		llc_mask = llc_cpus(llc_of(cpu));
@@ -270,7 +269,7 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
  */
 static __always_inline void overload_for(struct task_struct *p)
 {
-	if (!no_shared_runq && !task_is_pinned(p))
+	if (!task_queues_on_cpu(p))
 		overload_set();
 }
 

@@ -231,15 +231,15 @@ static __always_inline u64 queue_clock(u32 llc, s32 pinned_cpu, u64 max_lag)
 }
 
 /*
- * Vtime at which @p is queued in the LLC of @cpu (on @cpu's own queue if
- * @pinned, see queue_clock()): its own, rebased to that LLC, and not behind
- * the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was runnable
- * all along (it earned that lag by running less than its share); ahead of it
- * by at most a slice plus what its last run cost it, and at most
+ * Vtime at which @p is queued in the LLC of @cpu (on @cpu's own queue if it
+ * is in a pinned crowd, see queue_clock()): its own, rebased to that LLC, and
+ * not behind the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was
+ * runnable all along (it earned that lag by running less than its share); ahead
+ * of it by at most a slice plus what its last run cost it, and at most
  * llc_max_lead().
  */
 static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
-					    bool pinned, u64 enq_flags)
+					    u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 	u32 llc = llc_of(cpu);
@@ -250,7 +250,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 		   llc_fair_rate(llc, 1 << RATE_SHIFT)) >>
 		  RATE_SHIFT;
 	vtime_rebase(p, tctx, llc);
-	clock = queue_clock(llc, pinned ? cpu : -1, max_lag);
+	clock = queue_clock(llc, task_in_pinned_crowd(p) ? cpu : -1, max_lag);
 	/* never more than the lag behind the LLC's clock itself */
 	floor = queue_keeps_lag(p, enq_flags) ? *llc_vtime(llc) - max_lag
 					      : clock;
@@ -335,7 +335,7 @@ vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 	if (time_before(old, vtime))
 		__sync_val_compare_and_swap(&c->vtime, old, vtime);
 	clock_rate_update(c, now);
-	if (!no_shared_runq && task_is_pinned(p))
+	if (task_in_pinned_crowd(p))
 		cpu_queue_started(cpu, vtime);
 }
 

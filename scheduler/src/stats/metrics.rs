@@ -206,7 +206,7 @@ pub struct Metrics {
     )]
     pub bw_parked_max_us: u64,
     #[stat(
-        desc = "pinned tasks: a task started with a shorter slice, more than 4 tasks waiting on its CPU's own queue"
+        desc = "pinned tasks: a task started with a shorter slice, more than CPU_QUEUE_FULL_SLICES (intf.h) waiting on its CPU's own queue"
     )]
     pub short_slices: u64,
     #[stat(
