@@ -325,6 +325,9 @@ static __always_inline bool prev_in_idle_cgroup(struct task_struct *prev);
 /* a task's share of the machine, Q16 (nice 0 in the root cgroup: 100) */
 static __always_inline u64 task_share(struct task_struct *p,
 				      struct task_ctx *tctx, u64 now);
+/* ... as last computed, no refresh */
+static __always_inline u64 task_share_cached(struct task_struct *p,
+					     struct task_ctx *tctx);
 
 /* vtime.bpf.c: per-LLC virtual time, the wait bound */
 static void vtime_init(void);

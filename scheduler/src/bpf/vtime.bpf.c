@@ -21,11 +21,13 @@
  *   stream of them: the watchdog's own kworker, 2 s, in hackbench runs);
  *   at most REQUEUE_LAG_SLICES of real time behind (in vtime at the rate
  *   the LLC's load gives its clock if shares hold, at least 1 ns per ns:
- *   see vtime_note_llc_load()) if it was runnable all along (a
- *   heavy-weight task legitimately trails the clock, which the lightest task
- *   set), or if it is a kernel thread, woken or not (its work - workqueues,
- *   RCU, the watchdog's check-in - is everyone's; it still pays for what it
- *   runs, so only a thread that ran less than its share is ahead);
+ *   see vtime_note_llc_load()), or for a task heavier than nice 0 as many
+ *   slices of its own runs (it climbs back at its own pace), if it was
+ *   runnable all along (a heavy-weight task legitimately trails the clock,
+ *   which the lightest task set), or if it is a kernel thread, woken or
+ *   not (its work - workqueues, RCU, the watchdog's check-in - is
+ *   everyone's; it still pays for what it runs, so only a thread that ran
+ *   less than its share is ahead);
  * - ahead of it by at most a slice plus what its last run cost it (a task
  *   that ran more than its share on idle CPUs waits about one turn, not
  *   until everyone made up its whole lead), and at most what the clock
@@ -231,6 +233,30 @@ static __always_inline u64 queue_clock(u32 llc, s32 pinned_cpu, u64 max_lag)
 }
 
 /*
+ * The most vtime @p, in @llc, may keep behind the clock when queued again:
+ * REQUEUE_LAG_SLICES of real time, in vtime at the rate the LLC's load gives
+ * its clock (at least 1 ns per ns); for a task heavier than nice 0 (nice -20:
+ * 100 times), as many slices of its own runs. It climbs back up only at its
+ * own pace: with the LLC's lag, nice -20 hogs of the gauntlet's nice churn
+ * trailed the clock by more than they ran off in a second, and a light task
+ * the clock had passed waited behind them (2node, five runs alternated in one
+ * boot: longest waits 1.0-2.25 s; with this 0.71-1.12 s; TCG). The share is
+ * the last one computed (task_share_cached()); no division for the rest.
+ */
+static __always_inline u64 requeue_max_lag(struct task_struct *p,
+					   struct task_ctx *tctx, u32 llc)
+{
+	u64 share = task_share_cached(p, tctx), rate;
+
+	if (share > 100ULL << WEIGHT_SHIFT)
+		rate = ((100ULL << WEIGHT_SHIFT) << RATE_SHIFT) / share;
+	else
+		rate = llc_fair_rate(llc, 1 << RATE_SHIFT);
+
+	return (REQUEUE_LAG_SLICES * slice_ns * rate) >> RATE_SHIFT;
+}
+
+/*
  * Vtime at which @p is queued in the LLC of @cpu (on @cpu's own queue if it
  * is in a pinned crowd, see queue_clock()): its own, rebased to that LLC, and
  * not behind the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was
@@ -245,10 +271,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 	u32 llc = llc_of(cpu);
 	u64 clock, floor, lead, vtime, max_lag;
 
-	/* slices of real time: in vtime, as fast as the clock moves */
-	max_lag = (REQUEUE_LAG_SLICES * slice_ns *
-		   llc_fair_rate(llc, 1 << RATE_SHIFT)) >>
-		  RATE_SHIFT;
+	max_lag = requeue_max_lag(p, tctx, llc);
 	vtime_rebase(p, tctx, llc);
 	clock = queue_clock(llc, task_in_pinned_crowd(p) ? cpu : -1, max_lag);
 	/* never more than the lag behind the LLC's clock itself */
