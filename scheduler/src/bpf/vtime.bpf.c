@@ -236,7 +236,7 @@ static __always_inline u64 queue_clock(u32 llc, s32 pinned_cpu, u64 max_lag)
  * The most vtime @p, in @llc, may keep behind the clock when queued again:
  * REQUEUE_LAG_SLICES of real time, in vtime at the rate the LLC's load gives
  * its clock (at least 1 ns per ns); for a task heavier than nice 0 (nice -20:
- * 100 times), as many slices of its own runs. It climbs back up only at its
+ * 87 times), as many slices of its own runs. It climbs back up only at its
  * own pace: with the LLC's lag, nice -20 hogs of the gauntlet's nice churn
  * trailed the clock by more than they ran off in a second, and a light task
  * the clock had passed waited behind them (2node, five runs alternated in one
