@@ -225,10 +225,12 @@ def judge(g, cell):
                 pile = s.get("cpu_queue_max", 0)
                 bound = wait_bound_us(ncpus, int(v["runnable_max"]), pile)
                 res["wait_bound_us"], res["cpu_queue_max"] = bound, pile
+                res["wait_max_task"] = s.get("wait_max_task", "")
                 if s["wait_max_us"] > bound:
-                    bad.append(f"a runnable task waited {s['wait_max_us']} us (bound {bound} us "
-                               f"for {v['runnable_max']} runnable on {ncpus} CPUs, at most "
-                               f"{pile} on one CPU's own queue)")
+                    bad.append(f"a runnable task ({s.get('wait_max_task') or 'unnamed'}) waited "
+                               f"{s['wait_max_us']} us (bound {bound} us for "
+                               f"{v['runnable_max']} runnable on {ncpus} CPUs, at most {pile} on "
+                               f"one CPU's own queue)")
             if "idle_waiting_max_us" in s:
                 res["idle_wait_us"] = s["idle_waiting_max_us"]
                 res["idle_wait_scans"] = s.get("idle_waiting_scans")

@@ -213,4 +213,14 @@ enum mosaic_stat {
 	NR_MOSAIC_STATS,
 };
 
+/*
+ * Who waited longest on a CPU (wait.bpf.c, one per CPU): the task of that
+ * CPU's STAT_WAIT_MAX_US, so that a long wait names its task.
+ */
+struct longest_wait {
+	unsigned long long us; /* the wait, microseconds */
+	int pid;	       /* the task (thread) id */
+	char comm[MAX_COMM];   /* its name then */
+};
+
 #endif /* __MOSAIC_INTF_H */

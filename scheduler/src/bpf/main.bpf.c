@@ -280,7 +280,7 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 
 	if (!tctx)
 		return;
-	waited = wait_end(tctx, now);
+	waited = wait_end(p, tctx, now);
 	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu)
 		stat_inc(STAT_MIGRATIONS);
 	tctx->last_cpu = cpu;

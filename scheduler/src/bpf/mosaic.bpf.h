@@ -138,14 +138,19 @@ static __always_inline void stat_add(enum mosaic_stat idx, u64 n)
 		*cnt += n;
 }
 
-/* Raise the mosaic_stat maximum @idx (a *_MAX_* counter) to @v if larger. */
-static __always_inline void stat_max(enum mosaic_stat idx, u64 v)
+/*
+ * Raise the mosaic_stat maximum @idx (a *_MAX_* counter) to @v if larger;
+ * whether it did.
+ */
+static __always_inline bool stat_max(enum mosaic_stat idx, u64 v)
 {
 	u32 key = idx;
 	u64 *max = bpf_map_lookup_elem(&stats, &key);
 
-	if (max && v > *max)
-		*max = v;
+	if (!max || v <= *max)
+		return false;
+	*max = v;
+	return true;
 }
 
 /* Whether @cpu is idle (without claiming it). */
@@ -481,7 +486,8 @@ hand_over_woken(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags);
 
 /* wait.bpf.c: runnable waits */
 static __always_inline void wait_begin(struct task_ctx *tctx, u64 now);
-static __always_inline u64 wait_end(struct task_ctx *tctx, u64 now);
+static __always_inline u64 wait_end(struct task_struct *p,
+				    struct task_ctx *tctx, u64 now);
 /* a parked task goes back to a queue: its park ends, its wait starts */
 static __always_inline void wait_after_park(struct task_ctx *tctx, u64 now);
 

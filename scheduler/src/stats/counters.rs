@@ -15,6 +15,31 @@ pub struct Counters {
     pub per_cpu: Vec<Vec<u64>>,
     /// Runnable waits by log2 of microseconds (wait.bpf.c), summed over CPUs.
     pub wait_hist: Vec<u64>,
+    /// Who waited longest (the task of STAT_WAIT_MAX_US), if anyone waited.
+    pub longest_wait: Option<LongestWait>,
+}
+
+/// A task's runnable wait: the longest one, with who it was.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LongestWait {
+    pub us: u64,
+    pub pid: i32,
+    pub comm: String,
+}
+
+impl LongestWait {
+    /// The longer of @a and @b (either may be absent).
+    pub fn longer(a: Option<LongestWait>, b: Option<LongestWait>) -> Option<LongestWait> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if b.us > a.us { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// "comm[pid]", how the report names the task.
+    pub fn task(&self) -> String {
+        format!("{}[{}]", self.comm, self.pid)
+    }
 }
 
 /// Counter @stat over several CPUs, or restarts: the sum, or for a maximum
@@ -82,6 +107,7 @@ impl Counters {
             per_shard,
             per_cpu,
             wait_hist,
+            longest_wait: None,
         }
     }
 
@@ -109,11 +135,13 @@ impl Counters {
         }
         add_into(&mut self.per_shard, &other.per_shard);
         add_into(&mut self.wait_hist, &other.wait_hist);
+        self.longest_wait =
+            LongestWait::longer(self.longest_wait.take(), other.longest_wait.clone());
     }
 
     /// What happened since @prev, an earlier reading of the same counters:
-    /// each sum's increase, each maximum as it is now (the run's longest),
-    /// and the interval's enqueues per shard and waits.
+    /// each sum's increase, each maximum as it is now (the run's longest, and
+    /// its task), and the interval's enqueues per shard and waits.
     pub fn delta(&self, prev: &Counters) -> Counters {
         let since = |s: &StatDef, now: u64, before: u64| match s.is_max {
             true => now,
@@ -140,6 +168,7 @@ impl Counters {
             per_shard: hist_delta(&self.per_shard, &prev.per_shard),
             per_cpu,
             wait_hist: hist_delta(&self.wait_hist, &prev.wait_hist),
+            longest_wait: self.longest_wait.clone(),
         }
     }
 
@@ -221,6 +250,32 @@ mod tests {
         assert_eq!(a.stat(bpf_intf::mosaic_stat_STAT_DIRECT_DISPATCHES), 6);
         // a maximum stays the larger of the two
         assert_eq!(a.stat(bpf_intf::mosaic_stat_STAT_WAIT_MAX_US), 5);
+    }
+
+    #[test]
+    fn the_longest_wait_keeps_its_task_across_restarts() {
+        let wait = |us, pid, comm: &str| {
+            Some(LongestWait {
+                us,
+                pid,
+                comm: comm.into(),
+            })
+        };
+        let with = |longest_wait| Counters {
+            longest_wait,
+            ..Default::default()
+        };
+        let mut a = with(wait(900, 7, "kworker/1:2"));
+        a.add(&with(None));
+        a.add(&with(wait(400, 8, "hackbench")));
+        assert_eq!(a.longest_wait, wait(900, 7, "kworker/1:2"));
+        a.add(&with(wait(1200, 9, "stress-ng")));
+        assert_eq!(a.longest_wait.as_ref().unwrap().task(), "stress-ng[9]");
+        let mut b = with(None);
+        b.add(&with(wait(5, 1, "init")));
+        assert_eq!(b.longest_wait, wait(5, 1, "init"));
+        // an interval reports the run's longest, as the maximum counter
+        assert_eq!(a.delta(&b).longest_wait, a.longest_wait);
     }
 
     #[test]

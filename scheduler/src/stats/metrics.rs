@@ -226,6 +226,8 @@ pub struct Metrics {
         desc = "99.9th percentile runnable wait over the run, microseconds (bucket's upper edge)"
     )]
     pub wait_p999_us: u64,
+    #[stat(desc = "the task of wait_max_us then, as comm[pid] (empty before any wait)")]
+    pub wait_max_task: String,
 
     #[stat(desc = "shard_enqueues by destination shard, indexed by shard id")]
     pub shard_enqueues_per_shard: Vec<u64>,

@@ -18,7 +18,7 @@ mod read;
 mod report;
 mod show;
 
-pub use counters::{wait_percentile_us, Counters};
+pub use counters::{wait_percentile_us, Counters, LongestWait};
 pub use metrics::{
     all_meta, BandwidthMetrics, BpfMetrics, CpuIds, ExitMetrics, Flag, GroupBalancerMetrics,
     GroupMetrics, LlcMetrics, MaybeIndex, Metrics, ProgMetrics,

@@ -1,8 +1,8 @@
 //! Map reading: the BPF side's counters (the per-CPU `stats`,
-//! `shard_enqueues` and `wait_hist` maps) into Counters, the kernel's
-//! per-program cost of the BPF programs, and the cpu.max slots.
+//! `shard_enqueues`, `wait_hist` and `longest_waits` maps) into Counters,
+//! the kernel's per-program cost of the BPF programs, and the cpu.max slots.
 
-use super::{BandwidthMetrics, Counters, Flag, ProgCosts, NR_STATS};
+use super::{BandwidthMetrics, Counters, Flag, LongestWait, ProgCosts, NR_STATS};
 use crate::bpf_intf;
 use crate::bpf_skel::BpfSkel;
 use anyhow::{Context, Result};
@@ -39,8 +39,44 @@ impl Counters {
         let wait_hist = (0..bpf_intf::mosaic_limits_NR_WAIT_BUCKETS)
             .map(|i| sum_percpu(&skel.maps.wait_hist, i))
             .collect::<Result<_>>()?;
-        Ok(Counters::from_per_cpu(per_cpu, per_shard, wait_hist))
+        let mut c = Counters::from_per_cpu(per_cpu, per_shard, wait_hist);
+        c.longest_wait = longest_wait(&skel.maps.longest_waits)?;
+        Ok(c)
     }
+}
+
+/// The longest of the per-CPU `longest_waits` (wait.bpf.c); None if no task
+/// waited.
+fn longest_wait(map: &dyn MapCore) -> Result<Option<LongestWait>> {
+    let per_cpu = map
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .context("reading longest_waits")?
+        .unwrap_or_default();
+    Ok(per_cpu
+        .iter()
+        .filter_map(|v| parse_longest_wait(v))
+        .fold(None, |a, b| LongestWait::longer(a, Some(b))))
+}
+
+/// One CPU's struct longest_wait from its bytes; None if it holds no wait.
+fn parse_longest_wait(bytes: &[u8]) -> Option<LongestWait> {
+    use bpf_intf::longest_wait as W;
+    if bytes.len() < std::mem::size_of::<W>() {
+        return None;
+    }
+    let at = |off: usize, n: usize| &bytes[off..off + n];
+    let us = u64::from_ne_bytes(at(std::mem::offset_of!(W, us), 8).try_into().ok()?);
+    let pid = i32::from_ne_bytes(at(std::mem::offset_of!(W, pid), 4).try_into().ok()?);
+    let comm = at(
+        std::mem::offset_of!(W, comm),
+        bpf_intf::mosaic_limits_MAX_COMM as usize,
+    );
+    let len = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
+    (us > 0).then(|| LongestWait {
+        us,
+        pid,
+        comm: String::from_utf8_lossy(&comm[..len]).into_owned(),
+    })
 }
 
 /// Kernel-measured cost of each BPF program: (name, runs, total ns).
@@ -96,4 +132,36 @@ pub fn bandwidth_limits(
             throttled: Flag(s.throttled_at != 0),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes of a struct longest_wait, laid out as bindgen sees intf.h.
+    fn longest_wait_bytes(us: u64, pid: i32, comm: &[u8]) -> Vec<u8> {
+        let mut w: bpf_intf::longest_wait = unsafe { std::mem::zeroed() };
+        w.us = us;
+        w.pid = pid;
+        for (d, s) in w.comm.iter_mut().zip(comm) {
+            *d = *s as _;
+        }
+        let p = &w as *const _ as *const u8;
+        unsafe { std::slice::from_raw_parts(p, std::mem::size_of_val(&w)) }.to_vec()
+    }
+
+    #[test]
+    fn a_cpus_longest_wait_is_read_from_its_bytes() {
+        let w = parse_longest_wait(&longest_wait_bytes(1_234, 77, b"kworker/u8:1")).unwrap();
+        assert_eq!(
+            (w.us, w.pid, w.task()),
+            (1_234, 77, "kworker/u8:1[77]".into())
+        );
+        // a full 16-byte name has no NUL
+        let w = parse_longest_wait(&longest_wait_bytes(5, 1, b"0123456789abcdef")).unwrap();
+        assert_eq!(w.comm, "0123456789abcdef");
+        // a CPU where nothing waited, and a short read
+        assert_eq!(parse_longest_wait(&longest_wait_bytes(0, 0, b"")), None);
+        assert_eq!(parse_longest_wait(&[1, 2, 3]), None);
+    }
 }

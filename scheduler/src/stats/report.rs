@@ -46,6 +46,10 @@ impl Metrics {
         m.wait_p50_us = percentile(0.5);
         m.wait_p99_us = percentile(0.99);
         m.wait_p999_us = percentile(0.999);
+        m.wait_max_task = c
+            .longest_wait
+            .as_ref()
+            .map_or_else(String::new, |w| w.task());
         for (llc, cpus) in topo.llcs.iter().enumerate() {
             let first = layout.llc_first_shard.get(llc).copied().unwrap_or(0);
             let n = layout.llc_nr_shards.get(llc).copied().unwrap_or(0);
@@ -73,6 +77,7 @@ impl Metrics {
             per_shard: self.shard_enqueues_per_shard.clone(),
             per_cpu: Vec::new(),
             wait_hist: self.wait_hist_log2_us.clone(),
+            longest_wait: None,
         }
     }
 }
@@ -154,6 +159,11 @@ pub(crate) mod tests {
                 .map(|i| (0..4).map(|c| (i + 1) * (c + 1)).collect())
                 .collect(),
             wait_hist: vec![5, 0, 3, 2],
+            longest_wait: Some(super::super::LongestWait {
+                us: 130,
+                pid: 42,
+                comm: "hackbench".into(),
+            }),
         }
     }
 
@@ -199,6 +209,7 @@ pub(crate) mod tests {
         }
         assert_eq!(json["wait_p50_us"], 2);
         assert_eq!(json["wait_p999_us"], 16);
+        assert_eq!(json["wait_max_task"], "hackbench[42]");
         let back: Metrics = serde_json::from_value(json).unwrap();
         assert_eq!(back, m);
         let counters = back.counters();

@@ -45,12 +45,16 @@ impl Metrics {
         let delta = self.counters().delta(&prev.counters());
         let waits = &delta.wait_hist;
         let mut lines = vec![format!(
-            "mosaic {:>7.1}s | {} | wait p50 {} p99 {} max {}",
+            "mosaic {:>7.1}s | {} | wait p50 {} p99 {} max {}{}",
             self.runtime_s,
             delta.format(secs),
             fmt_us(wait_percentile_us(waits, 0.5)),
             fmt_us(wait_percentile_us(waits, 0.99)),
             fmt_us(self.wait_max_us),
+            match self.wait_max_task.as_str() {
+                "" => String::new(),
+                task => format!(" ({task})"),
+            },
         )];
         if self.per_llc.len() > 1 {
             for (id, llc) in &self.per_llc {
