@@ -233,27 +233,35 @@ static __always_inline u64 queue_clock(u32 llc, s32 pinned_cpu, u64 max_lag)
 }
 
 /*
- * The most vtime @p, in @llc, may keep behind the clock when queued again:
+ * The most vtime a task may keep behind @llc's clock when queued again:
  * REQUEUE_LAG_SLICES of real time, in vtime at the rate the LLC's load gives
- * its clock (at least 1 ns per ns); for a task heavier than nice 0 (nice -20:
- * 87 times), as many slices of its own runs. It climbs back up only at its
- * own pace: with the LLC's lag, nice -20 hogs of the gauntlet's nice churn
- * trailed the clock by more than they ran off in a second, and a light task
- * the clock had passed waited behind them (2node, five runs alternated in one
- * boot: longest waits 1.0-2.25 s; with this 0.71-1.12 s; TCG). The share is
- * the last one computed (task_share_cached()); no division for the rest.
+ * its clock (at least 1 ns per ns).
  */
-static __always_inline u64 requeue_max_lag(struct task_struct *p,
-					   struct task_ctx *tctx, u32 llc)
+static __always_inline u64 llc_requeue_lag(u32 llc)
 {
-	u64 share = task_share_cached(p, tctx), rate;
+	return (REQUEUE_LAG_SLICES * slice_ns *
+		llc_fair_rate(llc, 1 << RATE_SHIFT)) >>
+	       RATE_SHIFT;
+}
 
-	if (share > 100ULL << WEIGHT_SHIFT)
-		rate = ((100ULL << WEIGHT_SHIFT) << RATE_SHIFT) / share;
-	else
-		rate = llc_fair_rate(llc, 1 << RATE_SHIFT);
+/*
+ * The lag @p keeps of @llc_lag (llc_requeue_lag()): all of it, or for a task
+ * heavier than nice 0 (nice -20: 87 times) as many slices of its own runs,
+ * as it climbs back up only at its own pace. With the LLC's lag, nice -20
+ * hogs of the gauntlet's nice churn trailed the clock by more than they ran
+ * off in a second, and a light task the clock had passed waited behind them
+ * (2node, five runs alternated in one boot: longest waits 1.0-2.25 s; with
+ * this 0.71-1.12 s; TCG). The share is the last one computed
+ * (task_share_cached()); no division for the rest.
+ */
+static __always_inline u64 task_requeue_lag(struct task_struct *p,
+					    struct task_ctx *tctx, u64 llc_lag)
+{
+	u64 share = task_share_cached(p, tctx);
 
-	return (REQUEUE_LAG_SLICES * slice_ns * rate) >> RATE_SHIFT;
+	if (share <= 100ULL << WEIGHT_SHIFT)
+		return llc_lag;
+	return REQUEUE_LAG_SLICES * slice_ns * (100ULL << WEIGHT_SHIFT) / share;
 }
 
 /*
@@ -271,12 +279,13 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 	u32 llc = llc_of(cpu);
 	u64 clock, floor, lead, vtime, max_lag;
 
-	max_lag = requeue_max_lag(p, tctx, llc);
+	max_lag = llc_requeue_lag(llc);
 	vtime_rebase(p, tctx, llc);
 	clock = queue_clock(llc, task_in_pinned_crowd(p) ? cpu : -1, max_lag);
-	/* never more than the lag behind the LLC's clock itself */
-	floor = queue_keeps_lag(p, enq_flags) ? *llc_vtime(llc) - max_lag
-					      : clock;
+	/* never more than the (task's) lag behind the LLC's clock itself */
+	floor = queue_keeps_lag(p, enq_flags)
+			? *llc_vtime(llc) - task_requeue_lag(p, tctx, max_lag)
+			: clock;
 	lead = llc_max_lead(llc);
 	if (tctx) {
 		if (tctx->last_charge + slice_ns < lead)
