@@ -69,7 +69,8 @@ impl Metrics {
         m
     }
 
-    /// The counters back (without their values per CPU), to compute an
+    /// The counters back (without their values per CPU, and without the
+    /// longest wait's task, which stays in wait_max_task), to compute an
     /// interval's (Counters::delta) on either side of the stats socket.
     pub fn counters(&self) -> Counters {
         Counters {
