@@ -7,6 +7,7 @@ pub mod bpf_skel;
 pub mod config;
 pub mod cpulist;
 pub mod group;
+pub mod limits;
 pub mod opts;
 pub mod stats;
 pub mod stats_server;

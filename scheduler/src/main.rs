@@ -7,7 +7,7 @@ use scx_mosaic::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use scx_mosaic::stats::{self, BpfMetrics, Counters, ExitMetrics, Flag, Metrics};
 use scx_mosaic::topology::Topology;
 use scx_mosaic::tunables::{CopyToGlobal, LoadPlan, Tunables};
-use scx_mosaic::{bpf_skel, config, cpulist, group, stats_server, Opts};
+use scx_mosaic::{bpf_intf, bpf_skel, config, cpulist, group, limits, stats_server, Opts};
 use scx_utils::scx_ops_attach;
 use serde_json::Value;
 use std::mem::MaybeUninit;
@@ -90,6 +90,8 @@ struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
     nr_shards: usize,
+    /// cpu.max limits the BPF side could not enforce, retried
+    missed_limits: limits::MissedLimits,
 }
 
 impl<'a> Scheduler<'a> {
@@ -123,6 +125,7 @@ impl<'a> Scheduler<'a> {
             skel,
             link: Some(link),
             nr_shards: plan.layout.shards.len(),
+            missed_limits: limits::MissedLimits::default(),
         })
     }
 
@@ -160,6 +163,7 @@ impl<'a> Scheduler<'a> {
         let now = Counters::read(&self.skel, self.nr_shards)?;
         let mut m = totals.metrics(Some((&now, &stats::bpf_prog_costs(&self.skel))), balancer)?;
         m.cgroup_bandwidth = self.bandwidth();
+        m.bw_limits_missed = self.missed_limits.count() as u64;
         Ok(m)
     }
 
@@ -190,6 +194,14 @@ impl<'a> Scheduler<'a> {
             if let Some(b) = balancer.as_deref_mut() {
                 b.tick(&self.skel)?;
             }
+            let skel = &self.skel;
+            self.missed_limits.check(skel, || {
+                stats::sum_percpu(
+                    &skel.maps.stats,
+                    bpf_intf::mosaic_stat_STAT_CGROUPS_UNTRACKED,
+                )
+                .unwrap_or(0)
+            });
         }
         // Detach first: read while the programs still run, the counters are
         // a torn snapshot (one read per counter), e.g. a handoff's

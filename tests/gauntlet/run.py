@@ -52,15 +52,17 @@ from vmtest import (  # noqa: E402
 DEFAULT_KERNEL = "7.3.4+deb13-cloud-amd64"
 OLD_KERNELS = ["6.19.14+deb13-cloud-amd64", "7.0.13+deb13-cloud-amd64"]
 TOPOS = ["1llc", "2llc-smt", "2node", "4llc", "1cpu", "16cpu"]
-STRESSORS = ["affinity", "fork", "threads", "nice", "cgroup", "cpumax", "hotplug", "sigstop",
-             "sigkill", "pinned"]
+STRESSORS = ["affinity", "fork", "threads", "nice", "cgroup", "cpumax", "manylimits", "hotplug",
+             "sigstop", "sigkill", "pinned"]
 # The older kernels run a representative subset: the two ways out of a load (hotplug restart,
 # SIGKILL), the cgroup path and the stress-ng churn, on a 2-LLC SMT and a 4-LLC machine.
 OLD_TOPOS = ["2llc-smt", "4llc"]
 OLD_STRESSORS = ["affinity", "cgroup", "cpumax", "hotplug", "sigkill"]
 # The fast subset inside `make test` (default kernel): two topologies, three stressors each.
-QUICK = [("1llc", ["affinity", "threads", "cpumax", "sigkill"]),
+QUICK = [("1llc", ["affinity", "threads", "cpumax", "manylimits", "sigkill"]),
          ("2llc-smt", ["cgroup", "hotplug", "sigstop", "pinned"])]
+# The manylimits cell's cgroup count in the fast subset (the whole matrix: the cell's 1,000).
+QUICK_ENV = {"GAUNTLET_MANYLIMITS": "200"}
 
 # The wasted-core bound (idle_wait_bound_us) and TCG_KICK_PERIOD_US come from tests/vmtest.py.
 
@@ -125,16 +127,20 @@ def fetch_kernel(version):
     return Path(p.stdout.strip().splitlines()[-1])
 
 
-def boot_row(kernel, topo, stressors, secs, log_dir, mosaic_flags=""):
-    """Boots one VM and runs @stressors there; returns (Guest or None, vm/run status, seconds,
-    vm/run's stderr)."""
+def boot_row(kernel, topo, stressors, secs, log_dir, mosaic_flags="", env=None):
+    """Boots one VM and runs @stressors there, with the guest environment @env added;
+    returns (Guest or None, vm/run status, seconds, vm/run's stderr)."""
     kdir = fetch_kernel(kernel)
     cmd = f"sh /mosaic/guest/gauntlet/run.sh {secs} {' '.join(stressors)}"
+    env = dict(env or {})
     if mosaic_flags:
-        cmd = f"GAUNTLET_MOSAIC_FLAGS={shlex.quote(mosaic_flags)} {cmd}"
-    # 10k threads and hotplug reloads are slow under TCG; the 16-CPU guest is slower still
+        env["GAUNTLET_MOSAIC_FLAGS"] = mosaic_flags
+    for k, val in sorted(env.items()):
+        cmd = f"{k}={shlex.quote(val)} {cmd}"
+    # 10k threads and hotplug reloads are slow under TCG; the 16-CPU guest is slower still;
+    # manylimits makes and removes a thousand cgroups and hogs
     per_cell = secs * 4 + 60 + (60 if topo == "16cpu" else 0)
-    timeout = 180 + per_cell * len(stressors)
+    timeout = 180 + per_cell * len(stressors) + (300 if "manylimits" in stressors else 0)
     args = [str(REPO / "vm/run"), "--topo", topo, "--kernel", kernel, "--timeout", str(timeout),
             "--add", f"{spin_binary()}:/usr/bin/spin",
             "--keep-log", str(log_dir / f"{kernel}-{topo}.console.log")]
@@ -179,6 +185,50 @@ def cpumax_problems(v, s):
     made, removed = int(v.get("cgroups_made", 0)), int(v.get("cgroups_removed", -1))
     if made < 3 or made != removed:
         out.append(f"cgroups made {made}, removed {removed}")
+    return out
+
+
+def usage_fields(line):
+    """The fields of a manylimits usage line ("n=.. outside=.. min=.. median=.. max=..")."""
+    return {k: float(x) for k, x in (kv.split("=", 1) for kv in line.split() if "=" in kv)}
+
+
+def manylimits_problems(v, s):
+    """What is wrong with the manylimits cell: under scx_mosaic every limited cgroup's CPU
+    time must be within +-25 % of its quota, before and after the churn - or no more of them
+    outside it than under the kernel's own scheduler in the same boot; every limit must be
+    enforced (none missed); the root-cgroup probe must wait no longer per run than under the
+    kernel's scheduler; every parked task must have come back; every cgroup made is gone."""
+    out = []
+    n = int(v.get("cgroups", 0))
+    try:
+        eevdf = usage_fields(v["eevdf_usage"])
+        windows = {w: usage_fields(v[f"{w}_usage"]) for w in ("mosaic", "churn")}
+    except (KeyError, ValueError):
+        return [f"usage windows missing: {v.get('eevdf_usage')}, {v.get('mosaic_usage')}, "
+                f"{v.get('churn_usage')}"]
+    for w, u in windows.items():
+        if u["n"] != n:
+            out.append(f"{w}: {u['n']:.0f} of {n} cgroups measured")
+        if u["outside"] > eevdf["outside"]:
+            out.append(f"{w}: {u['outside']:.0f} of {n} cgroups outside +-25 % of their quota "
+                       f"(ratios {u['min']}..{u['max']}, median {u['median']}; the kernel's "
+                       f"scheduler: {eevdf['outside']:.0f}, {eevdf['min']}..{eevdf['max']})")
+    for w in ("mosaic", "churn"):
+        waited, base = int(v.get(f"{w}_probe_wait_us", -1)), int(v.get("eevdf_probe_wait_us", 0))
+        if waited < 0 or waited > base:
+            out.append(f"{w}: the root-cgroup probe waited {waited} us per run, the kernel's "
+                       f"scheduler {base} us")
+    if s.get("bw_untracked", 0) or s.get("bw_limits_missed", 0):
+        out.append(f"limits not enforced: {s.get('bw_untracked')} missed, "
+                   f"{s.get('bw_limits_missed')} still at exit")
+    if s.get("bw_throttles", 0) == 0:
+        out.append("no cgroup was ever throttled")
+    parked, back = s.get("bw_parked", 0), s.get("bw_unparked", 0) + s.get("bw_park_left", 0)
+    if parked != back:
+        out.append(f"tasks left on park queues: {parked} parked, {back} came back")
+    if v.get("cgroups_left") != "0":
+        out.append(f"{v.get('cgroups_left')} cgroups left")
     return out
 
 
@@ -247,6 +297,12 @@ def judge(g, cell):
                 elif parked > bound:
                     bad.append(f"a task stayed parked by cpu.max {parked} us (bound {bound} us "
                                f"on {ncpus} CPUs)")
+            if cell == "manylimits":
+                bad += manylimits_problems(v, s)
+                res["manylimits"] = {k: v.get(k) for k in (
+                    "cgroups", "quota", "setup_ms", "churn_ms", "eevdf_usage", "mosaic_usage",
+                    "churn_usage", "eevdf_probe_wait_us", "mosaic_probe_wait_us",
+                    "churn_probe_wait_us", "eevdf_read_ms", "mosaic_read_ms", "churn_read_ms")}
             if cell == "hotplug" and s.get("restarts", 0) < 2:
                 bad.append(f"expected >= 2 restarts, got {s.get('restarts')}")
         if v.get("mosaic_rc") != "0":
@@ -280,12 +336,13 @@ def judge(g, cell):
     return res
 
 
-def run_matrix(rows, secs, log_dir, mosaic_flags=""):
-    """Runs rows [(kernel, topo, [stressors])]; returns a list of row results."""
+def run_matrix(rows, secs, log_dir, mosaic_flags="", env=None):
+    """Runs rows [(kernel, topo, [stressors])] (guest environment @env added); returns a list
+    of row results."""
     results = []
     for kernel, topo, stressors in rows:
         print(f"gauntlet: {kernel} {topo}: {' '.join(stressors)} ...", file=sys.stderr, flush=True)
-        g, rc, took, err = boot_row(kernel, topo, stressors, secs, log_dir, mosaic_flags)
+        g, rc, took, err = boot_row(kernel, topo, stressors, secs, log_dir, mosaic_flags, env)
         row = {"kernel": kernel, "topo": topo, "vm_rc": rc, "secs": round(took), "cells": []}
         if g is None:
             why = {VM_TIMEOUT: "VM timeout", VM_BOOT_FAILED: "boot failure",
@@ -360,6 +417,8 @@ def main():
     ap.add_argument("--secs", type=int, default=12, help="window of each cell (default 12)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     ap.add_argument("--mosaic-flags", default="", help="extra scx_mosaic flags in every cell")
+    ap.add_argument("--manylimits", type=int, help="cgroups of the manylimits cell (default "
+                    f"1000; --quick: {QUICK_ENV['GAUNTLET_MANYLIMITS']})")
     ap.add_argument("--log-dir", type=Path, default=REPO / "target/gauntlet",
                     help="guest output and console logs (default target/gauntlet)")
     args = ap.parse_args()
@@ -369,7 +428,10 @@ def main():
     log_dir = args.log_dir
     log_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    results = run_matrix(rows, args.secs, log_dir, args.mosaic_flags)
+    env = dict(QUICK_ENV) if args.quick else {}
+    if args.manylimits:
+        env["GAUNTLET_MANYLIMITS"] = str(args.manylimits)
+    results = run_matrix(rows, args.secs, log_dir, args.mosaic_flags, env)
     took = time.monotonic() - t0
     print(table(results))
     for r in results:

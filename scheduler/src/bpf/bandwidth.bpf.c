@@ -11,26 +11,41 @@
  * queue, until the next period refills it. "max" lifts the limit at once.
  *
  * HOW
- * A limited cgroup takes one of MAX_BW_CGROUPS slots: period, quota, a pool
- * of runtime for this period, and a park DSQ made at ops.init (cgroups get
- * slots in ops.cgroup_set_bandwidth, which may not sleep). Runtime is charged
- * where vtime is (ops.stopping, ops.tick) against a per-CPU budget of each
- * limited level; a CPU whose budget ran out borrows BW_BORROW_NS from the
- * pool with one atomic - the kernel's cfs_bandwidth design - so the pool's
- * cache line is touched once per borrow, not per event. A budget left when
- * the period ends expires; an overdraft is paid from the next periods, up to
- * one quota's worth. The pool running dry throttles the cgroup: the task
+ * Every cgroup gets its park DSQ when it appears (ops.cgroup_init, which may
+ * sleep; ops.cgroup_set_bandwidth may not). A limited cgroup takes a slot of
+ * the bw_cgroups table (MAX_BW_CGROUPS, far more than hosts run): period,
+ * quota and a pool of runtime for this period. Runtime is charged where
+ * vtime is (ops.stopping, ops.tick) against a per-CPU budget of each limited
+ * level; a CPU whose budget ran out borrows BW_BORROW_NS from the pool with
+ * one atomic - the kernel's cfs_bandwidth design - so the pool's cache line
+ * is touched once per borrow, not per event. A CPU keeps budgets for
+ * BW_BUDGETS_PER_CPU slots (direct-mapped by slot): a slot that finds its
+ * entry taken by another hands the other's budget, or debt, back to its pool
+ * first, so any number of limited cgroups share a fixed per-CPU table. A
+ * budget left when the period ends expires; an overdraft is paid from the
+ * next periods, up to one quota's worth. The pool running dry throttles the
+ * cgroup: the task
  * running gives up its CPU (slice 0), and any of its tasks that wakes or is
  * put back is inserted on the park DSQ of the highest throttled ancestor -
  * never on a shard, so parked tasks cost dispatch nothing and neither the
  * overload gate nor the wasted-core scan sees them. A task that starts
  * running gets a slice no longer than its budget. One BPF timer refills the
  * pools at each cgroup's period (quota + what is left, at most quota +
- * burst) and flags throttled cgroups with parked tasks; the next ops.dispatch
- * on any CPU moves them back to the shards of their CPUs (vtime-ordered, as
- * any requeued task), and the timer kicks an idle CPU to do it. An exiting
- * task is charged but never held back: it finishes its exit in the kernel.
- * Nothing of this runs while no cgroup has a limit (bw_nr_limited == 0).
+ * burst) and queues throttled cgroups with parked tasks on the unpark ring;
+ * the next ops.dispatch on any CPU takes a few of them off the ring and moves
+ * their tasks back to the queues of their CPUs (vtime-ordered, as any
+ * requeued task), and the timer kicks an idle CPU to do it. Each cgroup's
+ * periods run from when its limit was set, as the kernel's do; the timer
+ * finds the cgroups due on a wheel of 1 ms buckets (bw_wheel), so a run
+ * costs the slots due, not the slots in use, and it runs when the next
+ * non-empty bucket ends. A lifted limit (or a cgroup gone) goes on a list
+ * the timer drains: its parked tasks go back, then its slot is free. An
+ * exiting task is charged but never held back: it finishes its exit in the
+ * kernel.
+ * Nothing of this runs while no cgroup has a limit (bw_nr_limited == 0). A
+ * limit that finds no slot (or whose cgroup has no park DSQ) is counted
+ * (STAT_BW_UNTRACKED); userspace names it and sets it again through the
+ * bw_retry program until it holds.
  *
  * WHY
  * Container hosts set cpu.max; a scheduler that ignores it silently lifts
@@ -48,10 +63,18 @@
 #define BW_BORROW_NS (5ULL * 1000 * 1000)
 /* ops.cgroup_set_bandwidth's quota for "max" (the kernel's RUNTIME_INF) */
 #define BW_QUOTA_MAX ((u64) - 1)
-/* the refill timer looks again at least this often while limits exist */
-#define BW_TIMER_MAX_NS (100ULL * 1000 * 1000)
+/* refill wheel: buckets of 2^BW_WHEEL_SHIFT ns (1.05 ms, about the kernel's
+ * smallest cpu.max period), BW_WHEEL_SIZE of them (1.07 s: past the longest
+ * period, 1 s) */
+#define BW_WHEEL_SHIFT 20
+#define BW_WHEEL_SIZE 1024
+/* per-CPU budgets kept at once (a power of 2): more limited cgroups running
+ * on one CPU share entries, handing budgets back to their pools */
+#define BW_BUDGETS_PER_CPU 256
+/* throttled cgroups one ops.dispatch moves back from the unpark ring */
+#define BW_UNPARK_BATCH 8
 
-/* A cgroup with a cpu.max limit (bw_slots[slot]). */
+/* A cgroup with a cpu.max limit (a slot of bw_cgroups). */
 struct bw_cgroup {
 	u64 cgid;	  /* the cgroup; 0: slot free */
 	u64 period_ns;	  /* cpu.max period */
@@ -64,15 +87,55 @@ struct bw_cgroup {
 	u64 throttles;	  /* times the pool ran dry (stats, per cgroup) */
 	u64 throttled_ns; /* time throttled, ended stretches (stats) */
 	u64 burst_ns;	  /* cpu.max.burst (stats) */
-	u32 unpark;	  /* parked tasks to move back (ops.dispatch) */
-} __attribute__((aligned(64)));
+	u32 unpark;	  /* on the unpark ring: parked tasks to move back */
+	u32 in_wheel;	  /* on a refill wheel bucket's list */
+	u32 wheel_next;	  /* next slot + 1 on that list; 0: the last */
+	u32 in_lifted;	  /* on the list of lifted limits (bw_lifted) */
+	u32 lifted_next;  /* next slot + 1 on that list; 0: the last */
+};
 
-struct bw_cgroup bw_slots[MAX_BW_CGROUPS];
-u32 bw_nr_limited;   /* slots in use: 0 turns every hook off */
-u32 bw_nr_unparking; /* slots flagged unpark */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct bw_cgroup);
+	__uint(max_entries, MAX_BW_CGROUPS);
+} bw_cgroups SEC(".maps");
+
+u32 bw_nr_limited; /* slots in use: 0 turns every hook off */
+u32 bw_slots_seen; /* slots below this were ever taken: the timer's walk */
+u32 bw_nr_missed;  /* limits set that are not enforced (cg_node.bw_missed) */
+
+/*
+ * The refill wheel: bucket b lists (slot + 1, linked through wheel_next) the
+ * slots whose next refill falls in it. Any CPU pushes (one atomic), the
+ * timer takes a due bucket whole (one swap), so each timer run touches only
+ * the slots due, however many limits there are. A slot is on one list at
+ * most (in_wheel).
+ */
+u32 bw_wheel[BW_WHEEL_SIZE];
+u64 bw_wheel_done; /* buckets before this one were taken */
+/* Slots whose limit was lifted (or whose cgroup went), for the timer to
+ * drain and free: a list like a bucket's, through lifted_next. */
+u32 bw_lifted;
+
+/*
+ * Slots whose parked tasks go back to the queues: written by the timer only
+ * (one writer), taken by any CPU's dispatch (one atomic each). A slot is on
+ * it at most once (its unpark flag), so it never holds more than the table.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, u32);
+	__uint(max_entries, MAX_BW_CGROUPS);
+} bw_unpark_ring SEC(".maps");
+
+u32 bw_unpark_head; /* next entry the timer writes */
+u32 bw_unpark_tail; /* next entry a dispatch takes */
 
 /* A CPU's budget from one slot's pool. */
 struct bw_budget {
+	u32 slot;      /* the slot + 1 it belongs to; 0: none */
 	u64 gen;       /* the pool's refill it was borrowed in */
 	s64 budget_ns; /* left to run; below 0: owed to the next period */
 };
@@ -81,7 +144,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, u32);
 	__type(value, struct bw_budget);
-	__uint(max_entries, MAX_BW_CGROUPS);
+	__uint(max_entries, BW_BUDGETS_PER_CPU);
 } bw_budgets SEC(".maps");
 
 struct bw_timer {
@@ -95,16 +158,24 @@ struct {
 	__uint(max_entries, 1);
 } bw_timers SEC(".maps");
 
-/* Slot @slot, bounded for the verifier. */
+/* Slot @slot, or NULL past the table. */
 static __always_inline struct bw_cgroup *bw_slot(u32 slot)
 {
-	return &bw_slots[slot & (MAX_BW_CGROUPS - 1)];
+	return bpf_map_lookup_elem(&bw_cgroups, &slot);
 }
 
-/* DSQ id of slot @slot's park queue (see intf.h). */
-static __always_inline u64 park_dsq_id(u32 slot)
+/* DSQ id of cgroup @cgid's park queue (see intf.h). */
+static __always_inline u64 park_dsq_id(u64 cgid)
 {
-	return PARK_DSQ_BASE + slot;
+	return PARK_DSQ_BASE + cgid;
+}
+
+/* Tasks parked on cgroup @cgid's park queue (0 if it has none). */
+static __always_inline s32 bw_nr_parked(u64 cgid)
+{
+	s32 n = scx_bpf_dsq_nr_queued(park_dsq_id(cgid));
+
+	return n > 0 ? n : 0;
 }
 
 /* Look at the pools within @delay_ns (from a BPF op or the timer itself). */
@@ -118,6 +189,51 @@ static __always_inline void bw_timer_in(u64 delay_ns)
 		bpf_timer_start(&t->timer, delay_ns, 0);
 }
 
+/* The most a CPU may owe slot @s's pool into a new period. */
+static __always_inline s64 bw_debt_max(const struct bw_cgroup *s)
+{
+	return s->quota_ns > BW_BORROW_NS ? s->quota_ns : BW_BORROW_NS;
+}
+
+/*
+ * Hand budget entry @b back to the pool it was borrowed from: what is left
+ * of this period, or a debt (up to bw_debt_max()). The entry is then free.
+ */
+static __always_inline void bw_budget_return(struct bw_budget *b)
+{
+	struct bw_cgroup *s;
+	s64 back = b->budget_ns;
+
+	s = b->slot ? bw_slot(b->slot - 1) : NULL;
+	b->slot = 0;
+	if (!s || !s->quota_ns)
+		return;
+	if (b->gen != s->gen && back > 0)
+		return;
+	if (back < -bw_debt_max(s))
+		back = -bw_debt_max(s);
+	if (back)
+		__sync_fetch_and_add(&s->pool_ns, back);
+	stat_inc(STAT_BW_BUDGET_RETURNS);
+}
+
+/* This CPU's budget entry for slot @slot, taken over from another slot's. */
+static __always_inline struct bw_budget *bw_budget_of(u32 slot,
+						      struct bw_cgroup *s)
+{
+	u32 idx = slot & (BW_BUDGETS_PER_CPU - 1);
+	struct bw_budget *b = bpf_map_lookup_elem(&bw_budgets, &idx);
+
+	if (!b || b->slot == slot + 1)
+		return b;
+	if (b->slot)
+		bw_budget_return(b);
+	b->slot = slot + 1;
+	b->gen = s->gen;
+	b->budget_ns = 0;
+	return b;
+}
+
 /*
  * Take @ran ns for this CPU from slot @slot, borrowing from its pool when the
  * CPU's budget is spent. False if the pool ran dry: the cgroup is throttled.
@@ -128,25 +244,20 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left)
 	struct bw_cgroup *s = bw_slot(slot);
 	struct bw_budget *b;
 	s64 want, before, got, debt_max;
-	u64 gen = s->gen;
 
-	b = bpf_map_lookup_elem(&bw_budgets, &slot);
-	if (!b || !s->quota_ns)
+	if (!s || !s->quota_ns || !(b = bw_budget_of(slot, s)))
 		return true;
-	if (b->gen != gen) {
+	if (b->gen != s->gen) {
 		/*
 		 * A new period: what was left expired; a debt stays, up to one
 		 * quota (at least a borrow). A run is charged in full when it
 		 * ends, and under a hypervisor that deschedules the vCPU one
-		 * run can cost far more than the quota: an unbounded debt held
-		 * the cgroup's tasks for as many periods (seen: tasks that
-		 * never got to exit on an 8-vCPU TCG guest at 10 ms / 100 ms);
-		 * a cap of one borrow forgave so much that usage ran 7-11 %
-		 * over the quota there.
+		 * run can cost far more than the quota: an unbounded debt
+		 * would hold the cgroup's tasks for as many periods, and a cap
+		 * of one borrow forgives enough to run over the quota.
 		 */
-		b->gen = gen;
-		debt_max =
-			s->quota_ns > BW_BORROW_NS ? s->quota_ns : BW_BORROW_NS;
+		b->gen = s->gen;
+		debt_max = bw_debt_max(s);
 		if (b->budget_ns > 0)
 			b->budget_ns = 0;
 		else if (b->budget_ns < -debt_max)
@@ -172,6 +283,14 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left)
 	return false;
 }
 
+/* Whether slot @slot's cgroup is throttled now. */
+static __always_inline bool bw_is_throttled(u32 slot)
+{
+	struct bw_cgroup *s = bw_slot(slot);
+
+	return s && s->throttled_at;
+}
+
 /*
  * Walk up from @tctx's cgroup. Charge @ran to every limited level (if
  * @charge), cap *@slice at the smallest budget left; return the slot of the
@@ -191,10 +310,10 @@ static __always_inline s32 bw_walk(struct task_ctx *tctx, u64 ran, bool charge,
 		if (!cg || !cg->level)
 			break;
 		if (cg->bw_slot) {
-			slot = (cg->bw_slot - 1) & (MAX_BW_CGROUPS - 1);
+			slot = cg->bw_slot - 1;
 			left = 0;
 			if (charge ? !bw_consume(slot, ran, &left)
-				   : bw_slot(slot)->throttled_at != 0)
+				   : bw_is_throttled(slot))
 				throttled = slot;
 			else if (charge && left > 0 && (u64)left < *slice)
 				*slice = left;
@@ -257,13 +376,14 @@ static __always_inline bool bw_park(struct task_struct *p,
 				    struct task_ctx *tctx, u64 enq_flags)
 {
 	s32 slot = bw_throttled_slot(p, tctx);
+	struct bw_cgroup *s;
 
-	if (slot < 0)
+	if (slot < 0 || !(s = bw_slot(slot)))
 		return false;
 	/* parked before, and the kernel took it off that park queue */
 	if (__sync_lock_test_and_set(&tctx->bw_parked, 1))
 		stat_inc(STAT_BW_PARK_LEFT);
-	scx_bpf_dsq_insert(p, park_dsq_id(slot), slice_ns, enq_flags);
+	scx_bpf_dsq_insert(p, park_dsq_id(s->cgid), slice_ns, enq_flags);
 	stat_inc(STAT_BW_PARKED);
 	return true;
 }
@@ -279,15 +399,14 @@ static __always_inline void bw_running(struct task_ctx *tctx)
 }
 
 /*
- * Move the parked tasks of slot @slot to the queues of their CPUs, at a vtime
- * bounded as any requeue's, and wake those CPUs if idle; return how many
- * parks this closed. The park is closed before the move: once moved, the
- * task may run on another CPU before this one would get to it. A move fails
- * when the kernel took the task off the park queue first: that park is
- * counted as left. A global function: the verifier checks it once, not per
- * slot.
+ * Move the parked tasks of cgroup @cgid to the queues of their CPUs, at a
+ * vtime bounded as any requeue's, and wake those CPUs if idle; return how
+ * many parks this closed. The park is closed before the move: once moved,
+ * the task may run on another CPU before this one would get to it. A move
+ * fails when the kernel took the task off the park queue first: that park is
+ * counted as left. A global function: the verifier checks it once.
  */
-__noinline u32 bw_unpark_slot(u32 slot)
+__noinline u32 bw_unpark_cgroup(u64 cgid)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
@@ -296,7 +415,7 @@ __noinline u32 bw_unpark_slot(u32 slot)
 	bool closed;
 	s32 cpu;
 
-	bpf_for_each (scx_dsq, p, park_dsq_id(slot & (MAX_BW_CGROUPS - 1)), 0) {
+	bpf_for_each (scx_dsq, p, park_dsq_id(cgid), 0) {
 		tctx = task_ctx_of(p);
 		closed = tctx && bw_close_park(tctx);
 		if (closed)
@@ -318,38 +437,51 @@ __noinline u32 bw_unpark_slot(u32 slot)
 }
 
 /*
- * ops.dispatch: move the parked tasks of refilled (or no longer limited)
- * cgroups back to the queues. Costs one read while nothing is to move.
+ * ops.dispatch: move the parked tasks of up to BW_UNPARK_BATCH refilled (or
+ * no longer limited) cgroups back to the queues. Costs two reads while
+ * nothing is to move; what is left is taken by the next dispatch.
  */
 static __always_inline void bw_unpark(void)
 {
+	u32 i, t, moved = 0, *slot;
 	struct bw_cgroup *s;
-	u32 i, moved = 0;
 
-	if (!bw_nr_unparking)
+	if (bw_unpark_tail == bw_unpark_head)
 		return;
-	bpf_for (i, 0, MAX_BW_CGROUPS) {
-		s = bw_slot(i);
-		if (!s->unpark ||
-		    __sync_val_compare_and_swap(&s->unpark, 1, 0) != 1)
+	bpf_for (i, 0, BW_UNPARK_BATCH) {
+		t = bw_unpark_tail;
+		if (t == bw_unpark_head)
+			break;
+		if (__sync_val_compare_and_swap(&bw_unpark_tail, t, t + 1) != t)
 			continue;
-		__sync_fetch_and_sub(&bw_nr_unparking, 1);
-		moved += bw_unpark_slot(i);
+		t &= MAX_BW_CGROUPS - 1;
+		slot = bpf_map_lookup_elem(&bw_unpark_ring, &t);
+		s = slot ? bw_slot(*slot) : NULL;
+		if (!s)
+			continue;
+		s->unpark = 0;
+		moved += bw_unpark_cgroup(s->cgid);
 	}
 	if (moved)
 		stat_add(STAT_BW_UNPARKED, moved);
 }
 
-/* Flag slot @s's parked tasks (if any) to go back; wake a CPU to move them. */
+/* Queue slot @slot's parked tasks (if any) to go back (from the timer only:
+ * the ring's one writer); wake a CPU to move them. */
 static __always_inline void bw_flag_unpark(struct bw_cgroup *s, u32 slot)
 {
 	const struct cpumask *online;
+	u32 h = bw_unpark_head & (MAX_BW_CGROUPS - 1), *entry;
 	s32 cpu;
 
-	if (!scx_bpf_dsq_nr_queued(park_dsq_id(slot)) || s->unpark)
+	if (s->unpark || !bw_nr_parked(s->cgid))
+		return;
+	entry = bpf_map_lookup_elem(&bw_unpark_ring, &h);
+	if (!entry)
 		return;
 	s->unpark = 1;
-	__sync_fetch_and_add(&bw_nr_unparking, 1);
+	*entry = slot;
+	__sync_fetch_and_add(&bw_unpark_head, 1);
 	online = scx_bpf_get_online_cpumask();
 	cpu = scx_bpf_pick_idle_cpu(online, 0);
 	scx_bpf_put_cpumask(online);
@@ -357,11 +489,46 @@ static __always_inline void bw_flag_unpark(struct bw_cgroup *s, u32 slot)
 		kick_claimed(cpu);
 }
 
+/* Push slot @slot onto the list at @head (slot + 1 values, linked through
+ * the u32 at @next): one compare-and-swap, retried while others push. */
+static __always_inline void bw_list_push(u32 *head, u32 *next, u32 slot)
+{
+	u32 i, old;
+
+	bpf_for (i, 0, MAX_BW_CGROUPS) {
+		old = *head;
+		*next = old;
+		if (__sync_val_compare_and_swap(head, old, slot + 1) == old)
+			return;
+	}
+}
+
+/* Put slot @s on the wheel at its next refill (if it is on none). */
+static __always_inline void bw_wheel_push(struct bw_cgroup *s, u32 slot)
+{
+	u32 b = (s->next_refill >> BW_WHEEL_SHIFT) & (BW_WHEEL_SIZE - 1);
+
+	if (__sync_val_compare_and_swap(&s->in_wheel, 0, 1))
+		return;
+	bw_list_push(&bw_wheel[b], &s->wheel_next, slot);
+}
+
+/* Put slot @s on the list of lifted limits (if it is not there). */
+static __always_inline void bw_lifted_push(struct bw_cgroup *s, u32 slot)
+{
+	if (__sync_val_compare_and_swap(&s->in_lifted, 0, 1))
+		return;
+	bw_list_push(&bw_lifted, &s->lifted_next, slot);
+}
+
 /* The period of slot @s is over at @now: refill its pool, unthrottle it. */
 static __always_inline void bw_refill(struct bw_cgroup *s, u32 slot, u64 now)
 {
-	s64 pool = s->pool_ns > 0 ? s->pool_ns : 0;
+	s64 pool = s->pool_ns, debt_max = bw_debt_max(s);
 
+	/* a debt handed back with a budget entry is paid from this period */
+	if (pool < -debt_max)
+		pool = -debt_max;
 	pool += s->quota_ns;
 	if (pool > (s64)s->max_pool_ns)
 		pool = s->max_pool_ns;
@@ -371,45 +538,121 @@ static __always_inline void bw_refill(struct bw_cgroup *s, u32 slot, u64 now)
 	if (time_before(s->next_refill, now))
 		s->next_refill = now + s->period_ns;
 	stat_inc(STAT_BW_REFILLS);
-	if (s->throttled_at) {
+	if (s->throttled_at && pool > 0) {
 		s->throttled_ns += now - s->throttled_at;
 		stat_add(STAT_BW_THROTTLED_NS, now - s->throttled_at);
 		s->throttled_at = 0;
 	}
-	bw_flag_unpark(s, slot);
+	if (!s->throttled_at)
+		bw_flag_unpark(s, slot);
+}
+
+/* Slot @slot came off a wheel bucket at @now: refill it if due, and put it
+ * back at its next refill, while it holds a limit. */
+static __always_inline void bw_wheel_due(u32 slot, u64 now)
+{
+	struct bw_cgroup *s = bw_slot(slot);
+
+	if (!s)
+		return;
+	s->in_wheel = 0;
+	if (!s->cgid || !s->quota_ns)
+		return;
+	if (!time_before(now, s->next_refill))
+		bw_refill(s, slot, now);
+	bw_wheel_push(s, slot);
+}
+
+/* Slot @slot came off the lifted list: its parked tasks go back; once none
+ * is left the slot is free. True if it must be looked at again. */
+static __always_inline bool bw_lifted_due(u32 slot)
+{
+	struct bw_cgroup *s = bw_slot(slot);
+
+	if (!s)
+		return false;
+	s->in_lifted = 0;
+	if (!s->cgid || s->quota_ns)
+		return false;
+	s->throttled_at = 0;
+	if (bw_nr_parked(s->cgid)) {
+		bw_flag_unpark(s, slot);
+		bw_lifted_push(s, slot);
+		return true;
+	}
+	if (s->unpark) {
+		bw_lifted_push(s, slot);
+		return true;
+	}
+	s->cgid = 0;
+	return false;
 }
 
 /*
- * The timer: refill every pool whose period ended, let a lifted limit's
- * parked tasks go and free its slot once they have; run again at the next
- * refill due.
+ * Take the list at @head whole and hand each slot on it to @due (a wheel
+ * bucket's or the lifted list). True if a lifted slot must be looked at
+ * again.
+ */
+static __always_inline bool bw_take_list(u32 *head, bool lifted, u64 now)
+{
+	u32 i, slot, next = __sync_lock_test_and_set(head, 0);
+	struct bw_cgroup *s;
+	bool again = false;
+
+	bpf_for (i, 0, MAX_BW_CGROUPS) {
+		if (!next)
+			break;
+		slot = next - 1;
+		s = bw_slot(slot);
+		if (!s)
+			break;
+		next = lifted ? s->lifted_next : s->wheel_next;
+		if (lifted)
+			again |= bw_lifted_due(slot);
+		else
+			bw_wheel_due(slot, now);
+	}
+	return again;
+}
+
+/*
+ * The timer: take every wheel bucket that has ended (refill what is due,
+ * queue the parked tasks of what was throttled), drain lifted limits, and
+ * run again when the next non-empty bucket ends.
  */
 static int bw_timer_fn(void *map, int *key, struct bpf_timer *timer)
 {
-	u64 now = scx_bpf_now(), next = now + BW_TIMER_MAX_NS;
-	struct bw_cgroup *s;
-	u32 i;
+	u64 now = scx_bpf_now(), k = 0, from = bw_wheel_done, to;
+	bool again;
+	u32 i = 0;
 
-	bpf_for (i, 0, MAX_BW_CGROUPS) {
-		s = bw_slot(i);
-		if (!s->cgid)
-			continue;
-		if (!s->quota_ns) {
-			/* limit lifted or cgroup gone: drain, then free */
-			s->throttled_at = 0;
-			if (scx_bpf_dsq_nr_queued(park_dsq_id(i)))
-				bw_flag_unpark(s, i);
-			else if (!s->unpark)
-				s->cgid = 0;
-			continue;
-		}
-		if (!time_before(now, s->next_refill))
-			bw_refill(s, i, now);
-		if (time_before(s->next_refill, next))
-			next = s->next_refill;
+	/* buckets before the one @now falls in have ended */
+	to = now >> BW_WHEEL_SHIFT;
+	if (!from || to - from > BW_WHEEL_SIZE)
+		from = to - BW_WHEEL_SIZE;
+	bpf_for (i, 0, BW_WHEEL_SIZE) {
+		k = from + i;
+		if (k >= to)
+			break;
+		bw_take_list(&bw_wheel[k & (BW_WHEEL_SIZE - 1)], false, now);
 	}
-	if (bw_nr_limited)
-		bpf_timer_start(timer, next - now ?: 1, 0);
+	bw_wheel_done = to;
+	again = bw_take_list(&bw_lifted, true, now);
+	if (!bw_nr_limited && !again && !bw_lifted)
+		return 0;
+	/* the next bucket with slots on it, timed to when it ends */
+	k = to + 1;
+	if (!again) {
+		k += BW_WHEEL_SIZE;
+		bpf_for (i, 0, BW_WHEEL_SIZE) {
+			if (bw_wheel[(to + i) & (BW_WHEEL_SIZE - 1)]) {
+				k = to + i + 1;
+				break;
+			}
+		}
+	}
+	k <<= BW_WHEEL_SHIFT;
+	bpf_timer_start(timer, time_before(now, k) ? k - now : 1, 0);
 	return 0;
 }
 
@@ -419,32 +662,84 @@ static __always_inline struct cg_node *bw_node(u64 id)
 	return bpf_map_lookup_elem(&cg_nodes, &id);
 }
 
+/* Mark @cg's limit as missed (not enforced) or not, keeping the count. */
+static __always_inline void bw_missed_set(struct cg_node *cg, bool missed)
+{
+	if (cg->bw_missed == missed)
+		return;
+	cg->bw_missed = missed;
+	if (missed) {
+		__sync_fetch_and_add(&bw_nr_missed, 1);
+		stat_inc(STAT_BW_UNTRACKED);
+	} else {
+		__sync_fetch_and_sub(&bw_nr_missed, 1);
+	}
+}
+
 /* Lift cgroup @id's limit (cpu.max "max", or the cgroup goes): free its slot
  * once its parked tasks are back. */
 static __always_inline void bw_release(u64 id)
 {
 	struct cg_node *cg = bw_node(id);
 	struct bw_cgroup *s;
+	u32 slot;
 
-	if (!cg || !cg->bw_slot)
+	if (!cg)
 		return;
-	s = bw_slot(cg->bw_slot - 1);
+	bw_missed_set(cg, false);
+	if (!cg->bw_slot)
+		return;
+	slot = cg->bw_slot - 1;
+	s = bw_slot(slot);
 	cg->bw_slot = 0;
-	s->quota_ns = 0;
+	if (s) {
+		s->quota_ns = 0;
+		bw_lifted_push(s, slot);
+	}
 	__sync_fetch_and_sub(&bw_nr_limited, 1);
 	bw_timer_in(1);
 }
 
+/* A free slot taken for cgroup @id, or -1 if the table is full. */
+static __always_inline s32 bw_take_slot(u64 id)
+{
+	struct bw_cgroup *s;
+	u32 i, seen;
+
+	bpf_for (i, 0, MAX_BW_CGROUPS) {
+		s = bw_slot(i);
+		if (!s)
+			break;
+		/* a freed slot still on a wheel bucket is not taken yet */
+		if (s->cgid || s->in_wheel || s->in_lifted ||
+		    __sync_val_compare_and_swap(&s->cgid, 0, id))
+			continue;
+		/* the timer walks slots below bw_slots_seen: raise it */
+		bpf_for (seen, 0, MAX_BW_CGROUPS) {
+			u32 was = bw_slots_seen;
+
+			if (was > i ||
+			    __sync_val_compare_and_swap(&bw_slots_seen, was,
+							i + 1) == was)
+				break;
+		}
+		return i;
+	}
+	return -1;
+}
+
 /*
  * cpu.max of cgroup @id is @quota_us per @period_us, with @burst_us (from
- * ops.cgroup_init or ops.cgroup_set_bandwidth): take or update its slot.
+ * ops.cgroup_init, ops.cgroup_set_bandwidth or userspace's bw_retry): take
+ * or update its slot. A limit that finds no slot, or a cgroup without a park
+ * queue, is counted and marked missed for userspace to name and retry.
  */
 static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
 				   u64 burst_us)
 {
 	struct cg_node *cg = bw_node(id);
 	struct bw_cgroup *s = NULL;
-	u32 i, slot = 0;
+	s32 slot;
 
 	if (!cg || !cg->level)
 		return;
@@ -456,25 +751,21 @@ static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
 		slot = cg->bw_slot - 1;
 		s = bw_slot(slot);
 	} else {
-		bpf_for (i, 0, MAX_BW_CGROUPS) {
-			if (!bw_slot(i)->cgid &&
-			    !__sync_val_compare_and_swap(&bw_slot(i)->cgid, 0,
-							 id)) {
-				slot = i;
-				s = bw_slot(i);
-				break;
-			}
-		}
+		slot = cg->has_park ? bw_take_slot(id) : -1;
+		s = slot >= 0 ? bw_slot(slot) : NULL;
 		if (!s) {
-			stat_inc(STAT_BW_UNTRACKED);
+			bw_missed_set(cg, true);
 			return;
 		}
 		s->throttled_at = 0;
 		s->throttles = 0;
 		s->throttled_ns = 0;
 		cg->bw_slot = slot + 1;
+		bw_missed_set(cg, false);
 		__sync_fetch_and_add(&bw_nr_limited, 1);
 	}
+	if (!s)
+		return;
 	s->period_ns = period_us * 1000;
 	s->max_pool_ns = (quota_us + burst_us) * 1000;
 	s->burst_ns = burst_us * 1000;
@@ -482,25 +773,72 @@ static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
 	s->pool_ns = s->quota_ns;
 	s->gen++;
 	s->next_refill = scx_bpf_now() + s->period_ns;
+	bw_wheel_push(s, slot);
 	bw_timer_in(1);
 }
 
 void BPF_STRUCT_OPS(mosaic_cgroup_set_bandwidth, struct cgroup *cgrp,
 		    u64 period_us, u64 quota_us, u64 burst_us)
 {
+	/* a cgroup that did not fit before is tracked now if it can be */
+	cg_node_get(cgrp);
 	bw_set(cgroup_id_of(cgrp), period_us, quota_us, burst_us);
 }
 
-/* Make the park queues and the refill timer. Called from ops.init. */
+/*
+ * Make cgroup @id's park queue (ops.cgroup_init, which may sleep). False if
+ * it could not be made: a limit on the cgroup is then not enforced (missed).
+ */
+static bool bw_cgroup_init(u64 id)
+{
+	return !scx_bpf_create_dsq(park_dsq_id(id), -1);
+}
+
+/* Cgroup @id is gone (ops.cgroup_exit): lift its limit, drop its queue. Its
+ * tasks left it first, and with them its park queue. */
+static void bw_cgroup_exit(u64 id, bool has_park)
+{
+	bw_release(id);
+	if (has_park)
+		scx_bpf_destroy_dsq(park_dsq_id(id));
+}
+
+/*
+ * Userspace's retry of a limit that is not enforced (a missed slot or park
+ * queue, or a cgroup that did not fit the cgroup table), run with
+ * BPF_PROG_TEST_RUN. It may sleep, so it can make a missing park queue. A
+ * limit already enforced is left as it is.
+ */
+SEC("syscall")
+int bw_retry(struct bw_retry_args *args)
+{
+	struct cgroup *cgrp = bpf_cgroup_from_id(args->cgid);
+	struct cg_node *cg = NULL;
+	u64 id = args->cgid;
+
+	if (cgrp) {
+		cg = cg_node_get(cgrp);
+		bpf_cgroup_release(cgrp);
+	}
+	if (!cg || !cg->level) {
+		args->ret = BW_RETRY_NO_CGROUP;
+		return 0;
+	}
+	if (!cg->bw_slot) {
+		if (!cg->has_park && bw_cgroup_init(id))
+			cg->has_park = true;
+		bw_set(id, args->period_us, args->quota_us, args->burst_us);
+	}
+	args->ret = cg->bw_slot ? BW_RETRY_HELD : BW_RETRY_NO_SLOT;
+	return 0;
+}
+
+/* Make the refill timer. Called from ops.init. */
 static s32 bw_init(void)
 {
 	struct bw_timer *t;
 	u32 key = 0;
-	s32 ret;
 
-	ret = create_dsqs(park_dsq_id(0), MAX_BW_CGROUPS, "park queue");
-	if (ret)
-		return ret;
 	t = bpf_map_lookup_elem(&bw_timers, &key);
 	if (!t) {
 		scx_bpf_error("no cpu.max timer");

@@ -34,8 +34,9 @@ enum mosaic_limits {
 	SAME_RQ_LOOK_AHEAD = 16,
 	/* CPUs of its partition a task outside it looks at for a swap */
 	GROUP_SWAP_PROBES = 8,
-	/* cpu.weight: cgroups tracked, and levels of the tree walked */
-	MAX_WEIGHT_CGROUPS = 16384,
+	/* cgroups tracked (cpu.weight, cpu.idle, cpu.max: a map allocated as
+	 * they appear), and levels of the tree walked */
+	MAX_CGROUPS = 262144,
 	MAX_CGROUP_DEPTH = 16,
 	/* cgroups whose load changes a CPU holds before folding them */
 	CG_PENDING_SLOTS = 8,
@@ -62,21 +63,40 @@ enum mosaic_limits {
 	 */
 	NR_WAIT_BUCKETS = 24,
 	/* cpu.max: cgroups with a limit enforced at once (a power of 2) */
-	MAX_BW_CGROUPS = 64,
+	MAX_BW_CGROUPS = 65536,
 };
 
 /*
  * DSQ numbering. CPU c owns the FIFO-free, vtime-ordered queue `c` (pinned
  * tasks, and every task under --no-shared-runq); shard s of the shared
  * runqueue is `SHARD_DSQ_BASE + s`; the tasks of a cgroup throttled by
- * cpu.max wait on the park queue `PARK_DSQ_BASE + slot` (bandwidth.bpf.c),
- * those of a cpu.idle cgroup on their LLC's `IDLE_DSQ_BASE + l`.
+ * cpu.max wait on its park queue `PARK_DSQ_BASE + cgroup id`
+ * (bandwidth.bpf.c), those of a cpu.idle cgroup on their LLC's
+ * `IDLE_DSQ_BASE + l`.
  */
+/* above every other queue id, below the kernel's built-in flag (bit 63) */
+#define PARK_DSQ_BASE (1ULL << 48)
+
 enum mosaic_dsq {
 	SHARD_DSQ_BASE = 1 << 20,
-	PARK_DSQ_BASE = 1 << 21,
 	/* LLC l's queue of tasks of cpu.idle cgroups (weight.bpf.c) */
 	IDLE_DSQ_BASE = 1 << 22,
+};
+
+/* What userspace passes to the bw_retry program (bandwidth.bpf.c): a cgroup's
+ * cpu.max, as the kernel has it, and what became of it. */
+struct bw_retry_args {
+	unsigned long long cgid;
+	unsigned long long period_us;
+	unsigned long long quota_us;
+	unsigned long long burst_us;
+	int ret; /* enum bw_retry_ret */
+};
+
+enum bw_retry_ret {
+	BW_RETRY_HELD = 0,  /* the limit is enforced */
+	BW_RETRY_NO_CGROUP, /* no such cgroup, or no room to track it */
+	BW_RETRY_NO_SLOT,   /* still no slot or park queue */
 };
 
 /*
@@ -138,7 +158,7 @@ enum mosaic_stat {
 	STAT_GROUP_QUEUED, /* ... queued on a shard of the partition */
 	STAT_DEBUG_DROPS,  /* tasks lost on purpose by --debug-drop-comm */
 	/* cgroup cpu.weight (weight.bpf.c) */
-	STAT_CGROUPS_UNTRACKED, /* cgroups beyond MAX_WEIGHT_CGROUPS: their
+	STAT_CGROUPS_UNTRACKED, /* cgroups beyond MAX_CGROUPS: their
 				 * tasks are charged by nice weight only */
 	/* seed 000: fairness across the shards of an LLC (shard.bpf.c) */
 	STAT_SHARD_PULLS_OLDER, /* CPU took a sibling shard's head, a slice
@@ -169,8 +189,10 @@ enum mosaic_stat {
 	STAT_BW_PARK_LEFT,	 /* parked task left its park queue another
 				  * way (moved to another cgroup, affinity
 				  * changed) before the refill */
-	STAT_BW_UNTRACKED,	 /* cpu.max beyond MAX_BW_CGROUPS limited
-				  * cgroups: not enforced */
+	STAT_BW_UNTRACKED,	 /* cpu.max limits that found no slot or park
+				  * queue: not enforced until a retry */
+	STAT_BW_BUDGET_RETURNS,	 /* a CPU's cpu.max budget handed back to its
+				  * pool to make room for another cgroup's */
 	STAT_IDLE_CGROUP_YIELDS, /* task of a cpu.idle cgroup gave up its
 				  * CPU at a tick to a waiting task */
 	STAT_IDLE_CGROUP_QUEUED, /* ... queued on its LLC's idle queue */

@@ -423,6 +423,13 @@ static s32 bw_init(void);
 static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
 				   u64 burst_us);
 static __always_inline void bw_release(u64 id);
+/* ops.cgroup_init (may sleep): make cgroup @id's park queue; false if not */
+static bool bw_cgroup_init(u64 id);
+/* ops.cgroup_exit: lift cgroup @id's limit and drop its park queue */
+static void bw_cgroup_exit(u64 id, bool has_park);
+/* weight.bpf.c: @cgrp's node, added now if it did not fit before */
+struct cg_node;
+static __always_inline struct cg_node *cg_node_get(struct cgroup *cgrp);
 /* the park slot of a throttled cgroup of the task, or -1 */
 static __always_inline s32 bw_throttled_slot(struct task_struct *p,
 					     struct task_ctx *tctx);

@@ -70,6 +70,8 @@ struct cg_node {
 	s64 nr_active;	/* how many runnable tasks and active children */
 	u32 cpu_weight; /* its cpu.weight, 1..10000 (100: default) */
 	bool idle;	/* cpu.idle set: weighs IDLE_LOAD, yields at ticks */
+	bool has_park;	/* its cpu.max park queue exists (bandwidth.bpf.c) */
+	bool bw_missed; /* its cpu.max found no slot: not enforced yet */
 	u32 bw_slot;	/* its cpu.max slot + 1 (bandwidth.bpf.c), 0: none */
 };
 
@@ -77,11 +79,13 @@ struct cg_node {
  * cleared, so that no task is ever left on an idle queue nobody reads) */
 bool idle_cgroups_seen;
 
+/* allocated as cgroups appear: MAX_CGROUPS costs nothing until used */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, u64);
 	__type(value, struct cg_node);
-	__uint(max_entries, MAX_WEIGHT_CGROUPS);
+	__uint(max_entries, MAX_CGROUPS);
 } cg_nodes SEC(".maps");
 
 /* The cgroup id of @cgrp. */
@@ -321,16 +325,20 @@ static __always_inline u64 task_share(struct task_struct *p,
 	return tctx->share;
 }
 
-s32 BPF_STRUCT_OPS(mosaic_cgroup_init, struct cgroup *cgrp,
-		   struct scx_cgroup_init_args *args)
+/*
+ * Track @cgrp with cpu.weight @cpu_weight and cpu.idle @idle; NULL if it does
+ * not fit (counted: its tasks are charged like the root's until a later
+ * cgroup op finds room, cg_node_get()).
+ */
+static __always_inline struct cg_node *cg_node_add(struct cgroup *cgrp,
+						   u32 cpu_weight, bool idle)
 {
-	struct cg_node node = {.cpu_weight = args->weight,
-			       .level = cgrp->level};
+	struct cg_node node = {
+		.cpu_weight = cpu_weight, .idle = idle, .level = cgrp->level};
 	struct cgroup *parent;
+	struct cg_node *cg;
 	u64 id = cgroup_id_of(cgrp);
 
-	if (bpf_core_field_exists(args->sched_idle))
-		node.idle = args->sched_idle;
 	node.weight = cg_weight(&node);
 	if (cgrp->level > 0) {
 		parent = bpf_cgroup_ancestor(cgrp, cgrp->level - 1);
@@ -339,13 +347,42 @@ s32 BPF_STRUCT_OPS(mosaic_cgroup_init, struct cgroup *cgrp,
 			bpf_cgroup_release(parent);
 		}
 	}
-	/* a cgroup that does not fit is charged like the root's tasks */
-	if (bpf_map_update_elem(&cg_nodes, &id, &node, BPF_ANY)) {
+	/* a node added meanwhile by another op stays as it is */
+	bpf_map_update_elem(&cg_nodes, &id, &node, BPF_NOEXIST);
+	cg = bpf_map_lookup_elem(&cg_nodes, &id);
+	if (!cg) {
 		stat_inc(STAT_CGROUPS_UNTRACKED);
-		return 0;
+		return NULL;
 	}
-	if (node.idle)
+	if (cg->idle)
 		idle_cgroups_seen = true;
+	return cg;
+}
+
+/* @cgrp's node; one that did not fit at ops.cgroup_init is tried again. */
+static __always_inline struct cg_node *cg_node_get(struct cgroup *cgrp)
+{
+	u64 id = cgroup_id_of(cgrp);
+	struct cg_node *cg = bpf_map_lookup_elem(&cg_nodes, &id);
+
+	return cg ?: cg_node_add(cgrp, 100, false);
+}
+
+/* May sleep: it makes the cgroup's cpu.max park queue (bandwidth.bpf.c). */
+s32 BPF_STRUCT_OPS_SLEEPABLE(mosaic_cgroup_init, struct cgroup *cgrp,
+			     struct scx_cgroup_init_args *args)
+{
+	bool idle = false;
+	struct cg_node *cg;
+	u64 id = cgroup_id_of(cgrp);
+
+	if (bpf_core_field_exists(args->sched_idle))
+		idle = args->sched_idle;
+	cg = cg_node_add(cgrp, args->weight, idle);
+	if (!cg || !cgrp->level)
+		return 0;
+	if (bw_cgroup_init(id))
+		cg->has_park = true;
 	if (bpf_core_field_exists(args->bw_quota_us))
 		bw_set(id, args->bw_period_us, args->bw_quota_us,
 		       args->bw_burst_us);
@@ -355,8 +392,9 @@ s32 BPF_STRUCT_OPS(mosaic_cgroup_init, struct cgroup *cgrp,
 void BPF_STRUCT_OPS(mosaic_cgroup_exit, struct cgroup *cgrp)
 {
 	u64 id = cgroup_id_of(cgrp);
+	struct cg_node *cg = bpf_map_lookup_elem(&cg_nodes, &id);
 
-	bw_release(id);
+	bw_cgroup_exit(id, cg && cg->has_park);
 	bpf_map_delete_elem(&cg_nodes, &id);
 }
 
@@ -387,21 +425,19 @@ static __always_inline void cg_reweight(u64 id, u32 cpu_weight, bool idle)
 
 void BPF_STRUCT_OPS(mosaic_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
-	u64 id = cgroup_id_of(cgrp);
-	struct cg_node *cg = bpf_map_lookup_elem(&cg_nodes, &id);
+	struct cg_node *cg = cg_node_get(cgrp);
 
 	if (cg)
-		cg_reweight(id, weight, cg->idle);
+		cg_reweight(cgroup_id_of(cgrp), weight, cg->idle);
 }
 
 /* cpu.idle written (kernels from 6.19 on; older ones never call this). */
 void BPF_STRUCT_OPS(mosaic_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 {
-	u64 id = cgroup_id_of(cgrp);
-	struct cg_node *cg = bpf_map_lookup_elem(&cg_nodes, &id);
+	struct cg_node *cg = cg_node_get(cgrp);
 
 	if (cg)
-		cg_reweight(id, cg->cpu_weight, idle);
+		cg_reweight(cgroup_id_of(cgrp), cg->cpu_weight, idle);
 }
 
 /* DSQ id of LLC @llc's idle-cgroup queue (see intf.h). */

@@ -64,6 +64,10 @@ pub struct Metrics {
     pub runtime_s: f64,
     #[stat(desc = "loads after the first: restarts the kernel asked for (CPU hotplug)")]
     pub restarts: u64,
+    #[stat(
+        desc = "cgroups whose cpu.max is set but not enforced now (named in warnings; retried)"
+    )]
+    pub bw_limits_missed: u64,
 
     #[stat(desc = "task queued on a shard of its LLC")]
     pub shard_enqueues: u64,
@@ -139,7 +143,7 @@ pub struct Metrics {
     pub group_queued: u64,
     #[stat(desc = "tasks lost on purpose by --debug-drop-comm")]
     pub debug_drops: u64,
-    #[stat(desc = "cgroups beyond the cpu.weight table: tasks charged by nice weight only")]
+    #[stat(desc = "cgroups beyond the cgroup table: tasks charged by nice weight only")]
     pub cgroups_untracked: u64,
     #[stat(desc = "CPU took a sibling shard's head, a slice older than its own shard's")]
     pub shard_pulls_older: u64,
@@ -171,8 +175,10 @@ pub struct Metrics {
     pub bw_unparked: u64,
     #[stat(desc = "cpu.max: parked task left its park queue another way (cgroup move, affinity)")]
     pub bw_park_left: u64,
-    #[stat(desc = "cpu.max set on more cgroups than MAX_BW_CGROUPS: not enforced")]
+    #[stat(desc = "cpu.max limits that found no slot or park queue: not enforced until retried")]
     pub bw_untracked: u64,
+    #[stat(desc = "a CPU's cpu.max budget handed back to its pool for another cgroup's")]
+    pub bw_budget_returns: u64,
     #[stat(desc = "cpu.idle: a task of an idle cgroup gave up its CPU at a tick to a waiter")]
     pub idle_cgroup_yields: u64,
     #[stat(desc = "cpu.idle: a task of an idle cgroup queued on its LLC's idle queue")]

@@ -105,22 +105,73 @@ pub fn bpf_prog_costs(skel: &BpfSkel) -> ProgCosts {
         .collect()
 }
 
-/// The cgroups bandwidth.bpf.c enforces a cpu.max limit on, with their
-/// throttling; @paths names cgroup ids (group::scan_cgroups of the root).
-pub fn bandwidth_limits(
-    skel: &BpfSkel,
-    paths: impl Fn() -> std::collections::BTreeMap<u64, String>,
-) -> Vec<BandwidthMetrics> {
+/// One slot of bandwidth.bpf.c's `bw_cgroups` table, from its bytes (the
+/// leading u64 fields of struct bw_cgroup, in order).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BwSlot {
+    pub cgid: u64,
+    pub period_ns: u64,
+    pub quota_ns: u64,
+    pub throttled_at: u64,
+    pub throttles: u64,
+    pub throttled_ns: u64,
+    pub burst_ns: u64,
+}
+
+impl BwSlot {
+    /// The slot in @bytes; None if they are too short.
+    pub fn parse(bytes: &[u8]) -> Option<Self> {
+        let word = |i: usize| {
+            bytes
+                .get(i * 8..i * 8 + 8)
+                .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+        };
+        Some(BwSlot {
+            cgid: word(0)?,
+            period_ns: word(1)?,
+            quota_ns: word(2)?,
+            throttled_at: word(7)?,
+            throttles: word(8)?,
+            throttled_ns: word(9)?,
+            burst_ns: word(10)?,
+        })
+    }
+}
+
+/// The slots of `bw_cgroups` that hold an enforced limit now.
+pub fn bw_slots(skel: &BpfSkel) -> Vec<BwSlot> {
     let Some(bss) = skel.maps.bss_data.as_ref() else {
         return Vec::new();
     };
     if bss.bw_nr_limited == 0 {
         return Vec::new();
     }
-    let names = paths();
-    bss.bw_slots
-        .iter()
+    (0..bss.bw_slots_seen)
+        .filter_map(|i| {
+            let bytes = skel
+                .maps
+                .bw_cgroups
+                .lookup(&i.to_ne_bytes(), MapFlags::ANY)
+                .ok()??;
+            BwSlot::parse(&bytes)
+        })
         .filter(|s| s.cgid != 0 && s.quota_ns != 0)
+        .collect()
+}
+
+/// The cgroups bandwidth.bpf.c enforces a cpu.max limit on, with their
+/// throttling; @paths names cgroup ids (group::scan_cgroups of the root).
+pub fn bandwidth_limits(
+    skel: &BpfSkel,
+    paths: impl Fn() -> std::collections::BTreeMap<u64, String>,
+) -> Vec<BandwidthMetrics> {
+    let slots = bw_slots(skel);
+    if slots.is_empty() {
+        return Vec::new();
+    }
+    let names = paths();
+    slots
+        .into_iter()
         .map(|s| BandwidthMetrics {
             path: names.get(&s.cgid).cloned().unwrap_or_default(),
             cgroup_id: s.cgid,
@@ -148,6 +199,21 @@ mod tests {
         }
         let p = &w as *const _ as *const u8;
         unsafe { std::slice::from_raw_parts(p, std::mem::size_of_val(&w)) }.to_vec()
+    }
+
+    #[test]
+    fn a_bw_slot_is_read_from_its_bytes() {
+        let mut words = [0u64; 12];
+        (words[0], words[1], words[2]) = (42, 100_000_000, 20_000_000);
+        (words[7], words[8], words[9], words[10]) = (5, 3, 1_000, 7_000);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let s = BwSlot::parse(&bytes).unwrap();
+        assert_eq!(
+            (s.cgid, s.period_ns, s.quota_ns, s.throttled_at),
+            (42, 100_000_000, 20_000_000, 5)
+        );
+        assert_eq!((s.throttles, s.throttled_ns, s.burst_ns), (3, 1_000, 7_000));
+        assert_eq!(BwSlot::parse(&bytes[..80]), None);
     }
 
     #[test]

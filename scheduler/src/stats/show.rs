@@ -5,6 +5,9 @@ use super::metrics::{all_meta, Metrics};
 use super::{wait_percentile_us, Counters};
 use crate::bpf_intf as b;
 
+/// cpu.max cgroups shown per interval, the longest throttled first.
+const CPU_MAX_LINES: usize = 5;
+
 /// @us as a short human figure: "850us", "12ms", "2.3s".
 fn fmt_us(us: u64) -> String {
     match us {
@@ -90,21 +93,44 @@ impl Metrics {
                 g.settles
             ));
         }
-        for c in &self.cgroup_bandwidth {
-            let before = prev
-                .cgroup_bandwidth
-                .iter()
-                .find(|b| b.cgroup_id == c.cgroup_id);
+        if !self.cgroup_bandwidth.is_empty() || self.bw_limits_missed > 0 {
+            lines.push(format!(
+                "mosaic cpu.max | {} limits, {} throttled now, {} NOT enforced",
+                self.cgroup_bandwidth.len(),
+                self.cgroup_bandwidth
+                    .iter()
+                    .filter(|c| c.throttled.0)
+                    .count(),
+                self.bw_limits_missed,
+            ));
+        }
+        // the cgroups throttled longest in the interval: a host has thousands
+        let mut throttled: Vec<_> = self
+            .cgroup_bandwidth
+            .iter()
+            .map(|c| {
+                let before = prev
+                    .cgroup_bandwidth
+                    .iter()
+                    .find(|b| b.cgroup_id == c.cgroup_id);
+                let times = c
+                    .throttles
+                    .saturating_sub(before.map_or(0, |b| b.throttles));
+                let ns = c
+                    .throttled_ns
+                    .saturating_sub(before.map_or(0, |b| b.throttled_ns));
+                (ns, times, c)
+            })
+            .collect();
+        throttled.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+        for (ns, times, c) in throttled.into_iter().take(CPU_MAX_LINES) {
             lines.push(format!(
                 "mosaic cpu.max | {} {}/{} us throttled {}x {:.0} ms{}",
                 c.path,
                 c.quota_us,
                 c.period_us,
-                c.throttles
-                    .saturating_sub(before.map_or(0, |b| b.throttles)),
-                c.throttled_ns
-                    .saturating_sub(before.map_or(0, |b| b.throttled_ns)) as f64
-                    / 1e6,
+                times,
+                ns as f64 / 1e6,
                 if c.throttled.0 { " (now)" } else { "" }
             ));
         }

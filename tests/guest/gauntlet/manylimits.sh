@@ -1,0 +1,115 @@
+# Cell "manylimits": cpu.max at a container host's scale. $GAUNTLET_MANYLIMITS cgroups (1,000
+# unless set; `make test` runs 200) below one parent, each with one CPU hog and a limit of
+# 1 ms per period, the period sized so that all limits together come to 60 % of the CPUs
+# (never oversubscribed: each cgroup's quota is what it should get). A root-cgroup probe
+# wakes every 10 ms throughout. Measured in the same boot:
+#   eevdf   the kernel's own scheduler, a window of SECS seconds
+#   mosaic  scx_mosaic loaded, the same hogs and limits, a window
+#   churn   under scx_mosaic: a quarter of the limits doubled, a tenth lifted and set again,
+#           a tenth of the cgroups removed and as many new ones made, then a window
+# For each window: each cgroup's CPU time (cpu.stat usage_usec) over its quota, reported as
+# the number outside +-25 % and the lowest, median and highest ratio; the probe's mean wait
+# per run (schedstat run_delay over runs) and the time one read of every cpu.stat takes.
+# The host (tests/gauntlet/run.py) judges them. Sourced by run.sh.
+N=${GAUNTLET_MANYLIMITS:-1000}
+CG=/sys/fs/cgroup/gauntlet-ml
+QUOTA=1000
+# N x QUOTA / PERIOD = 0.6 x NCPU
+PERIOD=$((N * QUOTA * 10 / (6 * NCPU)))
+# the kernel's longest period is 1 s
+[ $PERIOD -gt 1000000 ] && { r skip "$N limits of 1 ms exceed 60 % of $NCPU CPUs"; return 0; }
+echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+mkdir -p $CG && echo +cpu >$CG/cgroup.subtree_control || { r error "no cpu controller"; return 1; }
+r cgroups $N
+r quota "$QUOTA $PERIOD"
+
+# Make cgroup c$1 with the limit and a hog in it (spin, one thread, until killed).
+ml_cgroup() {
+    mkdir $CG/c$1 && echo "$QUOTA $PERIOD" >$CG/c$1/cpu.max || return 1
+    sh -c "echo \$\$ >$CG/c$1/cgroup.procs; exec spin -t 1 -s 100000" >/dev/null 2>&1 &
+    echo $! >/tmp/g.ml.$1
+}
+
+# Remove cgroup c$1 and its hog.
+ml_drop() {
+    kill "$(cat /tmp/g.ml.$1)" 2>/dev/null
+    wait "$(cat /tmp/g.ml.$1)" 2>/dev/null
+    rmdir $CG/c$1 2>/dev/null || { sleep 0.2; rmdir $CG/c$1; }
+}
+
+# usage_usec of every cgroup below the parent, one "path usec" line each, into file $1.
+ml_usage() { awk '/^usage_usec/ { print FILENAME, $2 }' $CG/c*/cpu.stat >"$1"; }
+
+# The probe's "run_delay_ns runs" from its schedstat.
+ml_probe() { awk '{ print $2, $3 }' /proc/$PROBE/schedstat; }
+
+# One window named $1: CPU time of each cgroup against its quota, the probe's waits.
+ml_window() {
+    local t0 t1 p0 p1 r0 runs
+    p0=$(ml_probe)
+    t0=$(ms)
+    ml_usage /tmp/g.ml.u0
+    sleep "$SECS"
+    r0=$(ms)
+    ml_usage /tmp/g.ml.u1
+    t1=$(ms)
+    p1=$(ml_probe)
+    r ${1}_read_ms $((t1 - r0))
+    # usage over the window (from the midpoints of the two reads) / quota over it
+    awk -v q=$QUOTA -v p=$PERIOD -v w=$(((t1 + r0) / 2 - t0)) '
+        NR == FNR { u0[$1] = $2; next }
+        ($1 in u0) { print ($2 - u0[$1]) / (w * 1000 * q / p) }' /tmp/g.ml.u0 /tmp/g.ml.u1 |
+        sort -n | awk '{ ratio[NR] = $1; if ($1 < 0.75 || $1 > 1.25) out++ }
+            END { printf "n=%d outside=%d min=%.3f median=%.3f max=%.3f\n", NR, out,
+                ratio[1], ratio[int((NR + 1) / 2)], ratio[NR] }' >/tmp/g.ml.ratio
+    r ${1}_usage "$(cat /tmp/g.ml.ratio)"
+    set -- $1 $p0 $p1
+    runs=$(($5 - $3))
+    [ $runs -gt 0 ] || runs=1
+    r ${1}_probe_wait_us $((($4 - $2) / runs / 1000))
+    r ${1}_probe_runs $(($5 - $3))
+}
+
+# the probe: a root-cgroup shell that wakes every 10 ms
+sh -c 'while :; do sleep 0.01; done' &
+PROBE=$!
+t0=$(ms)
+i=1
+while [ $i -le $N ]; do
+    ml_cgroup $i || { r error "cannot make cgroup $i"; break; }
+    i=$((i + 1))
+done
+r setup_ms $(($(ms) - t0))
+sleep 2
+ml_window eevdf
+g_start || { kill $PROBE; for i in $(seq $N); do ml_drop $i; done; rmdir $CG; return 1; }
+sleep 2
+ml_window mosaic
+# churn, under load
+t0=$(ms)
+i=1
+while [ $i -le $N ]; do
+    case $((i % 20)) in
+        0 | 5 | 10 | 15 | 3) echo "$((2 * QUOTA)) $PERIOD" >$CG/c$i/cpu.max ;;
+        7 | 17) echo max >$CG/c$i/cpu.max ;;
+        9 | 19) ml_drop $i && ml_cgroup $((N + i)) ;;
+    esac
+    i=$((i + 1))
+done
+sleep 1
+# the lifted ones get their limit back; the doubled ones theirs
+i=1
+while [ $i -le $N ]; do
+    case $((i % 20)) in
+        0 | 5 | 10 | 15 | 3 | 7 | 17) echo "$QUOTA $PERIOD" >$CG/c$i/cpu.max ;;
+    esac
+    i=$((i + 1))
+done
+r churn_ms $(($(ms) - t0))
+sleep 2
+ml_window churn
+kill $PROBE
+for d in $CG/c*; do ml_drop "${d##*/c}"; done
+r cgroups_left "$(ls -d $CG/c* 2>/dev/null | wc -l)"
+g_stop
+rmdir $CG
