@@ -38,7 +38,7 @@ ml_drop() {
 }
 
 # usage_usec of every cgroup below the parent, one "path usec" line each, into file $1.
-ml_usage() { awk '/^usage_usec/ { print FILENAME, $2 }' $CG/c*/cpu.stat >"$1"; }
+ml_usage() { awk '/^usage_usec/ { print FILENAME, $2 }' $CG/c[0-9]*/cpu.stat >"$1"; }
 
 # The probe's "run_delay_ns runs" from its schedstat.
 ml_probe() { awk '{ print $2, $3 }' /proc/$PROBE/schedstat; }
@@ -109,7 +109,7 @@ r churn_ms $(($(ms) - t0))
 sleep 2
 ml_window churn
 kill $PROBE
-for d in $CG/c*; do ml_drop "${d##*/c}"; done
-r cgroups_left "$(ls -d $CG/c* 2>/dev/null | wc -l)"
+for d in $CG/c[0-9]*; do ml_drop "${d##*/c}"; done
+r cgroups_left "$(ls -d $CG/c[0-9]* 2>/dev/null | wc -l)"
 g_stop
 rmdir $CG
