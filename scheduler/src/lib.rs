@@ -8,6 +8,7 @@ pub mod config;
 pub mod cpulist;
 pub mod group;
 pub mod opts;
+pub mod output;
 pub mod stats;
 pub mod stats_server;
 pub mod topology;
