@@ -67,11 +67,17 @@ macro_rules! errln {
 /// placed there), then renamed over @path. A symlink at @path is itself
 /// replaced, its target untouched; a reader sees the old file or the new.
 pub fn write_file_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(dir)?;
+    }
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
@@ -176,6 +182,8 @@ mod tests {
         std::fs::write(&path, "a much longer previous report\n").unwrap();
         write_file_atomic(&path, b"new\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
-        assert!(write_file_atomic(&dir.path().join("missing/s.json"), b"x").is_err());
+        // a missing directory (/run/scx_mosaic after boot) is created
+        write_file_atomic(&dir.path().join("run/scx_mosaic/s.json"), b"x").unwrap();
+        assert!(write_file_atomic(&path.join("s.json"), b"x").is_err());
     }
 }
