@@ -141,6 +141,11 @@ fn last_level(cpu_dir: &Path) -> u32 {
 /// online (present, or online), however large a hotplug range a VM's
 /// firmware advertises (possible). The kernel unloads the scheduler with a
 /// restart request when a CPU comes online, and the topology is read again.
+/// On such a machine a task allowed everywhere has more CPUs allowed than
+/// this, so the BPF side's whole-machine shortcuts (`p->nr_cpus_allowed ==
+/// nr_cpu_ids`) do not apply: wakeups take the affinity-checked paths and
+/// the group balancer binds no task (safe, less placement, rather than no
+/// load at all).
 fn nr_cpu_ids(cpu_root: &Path, possible: &[usize], online: &[usize]) -> Result<usize> {
     let max = crate::bpf_intf::mosaic_limits_MAX_CPUS as usize;
     let kernel = possible.iter().chain(online).max().map_or(0, |m| m + 1);
