@@ -99,13 +99,16 @@ BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
 CONFIG := $(DESTDIR)$(SYSCONFDIR)/scx_mosaic/config.toml
+# scx_mosaic reads /etc/scx_mosaic/config.toml by itself when it exists; only another
+# SYSCONFDIR puts --config in the unit's ExecStart
+CONFIG_ARG := $(if $(filter /etc,$(SYSCONFDIR)),, --config $(SYSCONFDIR)/scx_mosaic/config.toml)
 
 .PHONY: install uninstall
 install:
 	@test -x $(BIN) || { echo "$(BIN) is missing: run 'make build' first" >&2; exit 1; }
 	install -D -m 755 $(BIN) "$(DESTDIR)$(BINDIR)/scx_mosaic"
 	install -d "$(DESTDIR)$(UNITDIR)"
-	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|^ExecStart=.*|&$(CONFIG_ARG)|' \
 		packaging/scx_mosaic.service >"$(DESTDIR)$(UNITDIR)/scx_mosaic.service"
 	chmod 644 "$(DESTDIR)$(UNITDIR)/scx_mosaic.service"
 	@if [ -e "$(CONFIG)" ]; then \

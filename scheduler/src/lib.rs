@@ -9,6 +9,7 @@ pub mod cpulist;
 pub mod group;
 pub mod limits;
 pub mod opts;
+pub mod output;
 pub mod stats;
 pub mod stats_server;
 pub mod topology;

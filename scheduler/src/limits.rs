@@ -13,6 +13,7 @@
 use crate::bpf_intf;
 use crate::bpf_skel::BpfSkel;
 use crate::group;
+use crate::output::escape;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -81,7 +82,7 @@ impl MissedLimits {
             (id, rel, retry(skel, id, quota, period, burst))
         });
         for line in self.update(results) {
-            eprintln!("{line}");
+            crate::errln!("{line}");
         }
     }
 
@@ -155,11 +156,6 @@ fn retry(skel: &BpfSkel, cgid: u64, quota: u64, period: u64, burst: u64) -> Retr
     }
 }
 
-/// @s with control characters escaped, so that a cgroup's name cannot
-/// write to a terminal or the journal.
-fn escape(s: &str) -> String {
-    s.chars().flat_map(char::escape_debug).collect()
-}
 
 #[cfg(test)]
 mod tests {
@@ -184,7 +180,7 @@ mod tests {
         );
         assert_eq!(l.len(), 1, "{l:?}");
         assert!(
-            l[0].contains("NOT enforced") && l[0].contains("b\\u{1b}[2J"),
+            l[0].contains("NOT enforced") && l[0].contains("b\\x1b[2J"),
             "{l:?}"
         );
         assert!(!l[0].contains('\x1b'));

@@ -4,10 +4,13 @@
 use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
 use scx_mosaic::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use scx_mosaic::output::escape;
 use scx_mosaic::stats::{self, BpfMetrics, Counters, ExitMetrics, Flag, Metrics};
 use scx_mosaic::topology::Topology;
 use scx_mosaic::tunables::{CopyToGlobal, LoadPlan, Tunables};
-use scx_mosaic::{bpf_intf, bpf_skel, config, cpulist, group, limits, stats_server, Opts};
+use scx_mosaic::{
+    bpf_intf, bpf_skel, config, cpulist, errln, group, limits, outln, output, stats_server, Opts,
+};
 use scx_utils::scx_ops_attach;
 use serde_json::Value;
 use std::mem::MaybeUninit;
@@ -85,6 +88,12 @@ fn write_rodata(ro: &mut bpf_skel::types::rodata, t: &Tunables) {
     scx_mosaic::with_tunable_fields!(copy_each);
 }
 
+/// The skeleton's builder, libbpf's printer left as main set it (no
+/// obj_builder.debug(): that replaces the printer, and debug(false) with none).
+fn skel_builder() -> BpfSkelBuilder {
+    BpfSkelBuilder::default()
+}
+
 /// One load of the BPF scheduler, from attach to exit.
 struct Scheduler<'a> {
     skel: BpfSkel<'a>,
@@ -97,8 +106,7 @@ struct Scheduler<'a> {
 impl<'a> Scheduler<'a> {
     /// Opens the skeleton, writes @plan's tunables, loads, attaches.
     fn init(opts: &Opts, plan: &LoadPlan, object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
-        let mut builder = BpfSkelBuilder::default();
-        builder.obj_builder.debug(opts.verbose);
+        let builder = skel_builder();
         let mut open = scx_utils::scx_ops_open!(
             builder,
             object,
@@ -293,32 +301,29 @@ fn preflight(sysfs: &Path, euid: u32) -> Result<()> {
     Ok(())
 }
 
-/// kernel.bpf_stats_enabled set to 1 for as long as this lives, then restored.
-struct BpfStatsSysctl {
-    previous: String,
-}
-
-impl BpfStatsSysctl {
-    const PATH: &'static str = "/proc/sys/kernel/bpf_stats_enabled";
-
-    fn enable() -> Result<Self> {
-        let previous =
-            std::fs::read_to_string(Self::PATH).context("reading kernel.bpf_stats_enabled")?;
-        std::fs::write(Self::PATH, "1").context("enabling kernel.bpf_stats_enabled")?;
-        Ok(BpfStatsSysctl { previous })
+/// BPF run-time stats on (BPF_ENABLE_STATS) for as long as this process
+/// holds the returned descriptor: the kernel counts the holders and turns
+/// the stats off as the last goes, however the process ends (even SIGKILL),
+/// and kernel.bpf_stats_enabled is never written.
+fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
+    use libbpf_rs::libbpf_sys;
+    use std::os::fd::FromRawFd;
+    let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+    if fd < 0 {
+        bail!(
+            "--bpf-stats: enabling BPF run-time stats: {}",
+            std::io::Error::from_raw_os_error(-fd)
+        );
     }
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
-impl Drop for BpfStatsSysctl {
-    fn drop(&mut self) {
-        let _ = std::fs::write(Self::PATH, self.previous.trim());
-    }
-}
-
-/// Writes the final report as one JSON object.
+/// Writes the final report as one JSON object (output::write_file_atomic:
+/// never through a symlink, never half-written).
 fn write_stats_file(path: &Path, report: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(report)? + "\n";
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    output::write_file_atomic(path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Parses the command line and the config file (config.rs); a bad flag or
@@ -342,7 +347,7 @@ fn parse_opts() -> Opts {
         Err(e) => {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!(
+            errln!(
                 "scx_mosaic: {} (see --help)",
                 first.trim_start_matches("error: ")
             );
@@ -358,7 +363,7 @@ fn print_banner(opts: &Opts, plan: &LoadPlan) {
         let v: Vec<String> = sets.iter().map(|s| cpulist::format(s)).collect();
         format!("[{}]", v.join("] ["))
     };
-    println!(
+    outln!(
         "scx_mosaic {}: {} CPUs, {} cores{}, {} LLCs, {} NUMA nodes; {}{}",
         env!("CARGO_PKG_VERSION"),
         topo.cpus.len(),
@@ -451,13 +456,13 @@ fn run(opts: &Opts) -> Result<i32> {
         .context("installing the signal handler")?;
 
     let _bpf_stats = if opts.bpf_stats {
-        Some(BpfStatsSysctl::enable()?)
+        Some(enable_bpf_stats()?)
     } else {
         None
     };
     let socket = Path::new(stats_server::SOCKET);
     let server = stats_server::Server::launch(socket)
-        .map_err(|e| eprintln!("scx_mosaic: no stats for --stats and --monitor: {e:#}"))
+        .map_err(|e| errln!("scx_mosaic: no stats for --stats and --monitor: {e:#}"))
         .ok();
     // --stats, once attached: printed as --monitor prints them, by a client
     let mut printer = (server.is_some() && opts.stats > 0.0).then_some(socket);
@@ -474,7 +479,7 @@ fn run(opts: &Opts) -> Result<i32> {
         let plan = &totals.plan;
         let gb = group_config(opts, plan)?;
         print_banner(opts, plan);
-        println!(
+        outln!(
             "{}",
             cgroup_controls_line(opts, |op| {
                 scx_utils::compat::struct_has_field("sched_ext_ops", op).unwrap_or(false)
@@ -484,7 +489,7 @@ fn run(opts: &Opts) -> Result<i32> {
         let mut object = MaybeUninit::uninit();
         let mut sched =
             Scheduler::init(opts, plan, &mut object).context("loading the BPF scheduler")?;
-        println!("scx_mosaic: attached; Ctrl-C to detach");
+        outln!("scx_mosaic: attached; Ctrl-C to detach");
         if let Some(socket) = printer.take() {
             stats_server::spawn_printer(socket.into(), opts.stats, shutdown.clone());
         }
@@ -500,12 +505,17 @@ fn run(opts: &Opts) -> Result<i32> {
         if exit.is_ejection() {
             let dump = sched.dump();
             if !dump.is_empty() {
-                eprintln!("{dump}");
+                let lines: Vec<_> = dump.lines().map(escape).collect();
+                errln!("{}", lines.join("\n"));
             }
         }
         if exit.wants_restart() && !shutdown.load(Ordering::Relaxed) {
             totals.restarts += 1;
-            eprintln!("scx_mosaic: restarting: {} ({})", exit.reason, exit.msg);
+            errln!(
+                "scx_mosaic: restarting: {} ({})",
+                escape(&exit.reason),
+                escape(&exit.msg)
+            );
             // after hotplug the CPU set differs
             totals.plan = load_plan(opts)?;
             continue;
@@ -521,30 +531,31 @@ fn run(opts: &Opts) -> Result<i32> {
         if exit.reason.is_empty() {
             String::new()
         } else {
-            format!(": {}", exit.reason)
+            format!(": {}", escape(&exit.reason))
         },
         if exit.msg.is_empty() {
             String::new()
         } else {
-            format!(" ({})", exit.msg)
+            format!(" ({})", escape(&exit.msg))
         },
     );
-    eprintln!("{line}");
+    errln!("{line}");
 
     let mut report = totals.metrics(None, balancer.as_ref())?;
     report.exit = exit.metrics();
     report.cgroup_bandwidth = std::mem::take(&mut totals.bandwidth);
     if opts.bpf_stats {
-        eprintln!(
+        errln!(
             "scx_mosaic: BPF cost: {:.0} ns per call over {} calls",
-            report.bpf.ns_per_call, report.bpf.calls
+            report.bpf.ns_per_call,
+            report.bpf.calls
         );
     }
     if let Some(path) = &opts.stats_file {
         write_stats_file(path, &serde_json::to_value(&report)?)?;
     }
     if exit.is_ejection() {
-        eprintln!("scx_mosaic: ejected by the kernel: {}", exit.kind_name());
+        errln!("scx_mosaic: ejected by the kernel: {}", exit.kind_name());
         return Ok(1);
     }
     Ok(0)
@@ -553,18 +564,30 @@ fn run(opts: &Opts) -> Result<i32> {
 /// libbpf messages, less two that every load on a newer or older kernel than
 /// the headers prints and that mean nothing is wrong.
 fn libbpf_print(_level: libbpf_rs::PrintLevel, msg: String) {
+    use std::io::Write;
     const BENIGN: [&str; 2] = [
         "not found in kernel, skipping it as it's set to zero",
         "BPF map skeleton link is uninitialized",
     ];
     if !BENIGN.iter().any(|b| msg.contains(b)) {
-        eprint!("{msg}");
+        let _ = std::io::stderr().write_all(msg.as_bytes());
     }
+}
+
+/// libbpf's warnings (a verifier's rejection with its log) always, its
+/// debug output too with -v.
+fn set_libbpf_print(verbose: bool) {
+    let level = if verbose {
+        libbpf_rs::PrintLevel::Debug
+    } else {
+        libbpf_rs::PrintLevel::Warn
+    };
+    libbpf_rs::set_print(Some((level, libbpf_print)));
 }
 
 fn main() {
     let opts = parse_opts();
-    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_print)));
+    set_libbpf_print(opts.verbose);
     if opts.help_stats {
         stats_server::print_help();
         return;
@@ -578,7 +601,7 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("scx_mosaic: {e:#}");
+            errln!("scx_mosaic: {}", escape(&format!("{e:#}")));
             std::process::exit(1);
         }
     }
@@ -648,6 +671,19 @@ mod tests {
             "{err}"
         );
         preflight(sysfs(Some("disabled")).path(), 0).unwrap();
+    }
+
+    #[test]
+    fn libbpf_warnings_are_printed_without_v_and_debug_output_with_it() {
+        for (verbose, level) in [
+            (false, libbpf_rs::PrintLevel::Warn),
+            (true, libbpf_rs::PrintLevel::Debug),
+        ] {
+            set_libbpf_print(verbose);
+            let _builder = skel_builder();
+            let printer = libbpf_rs::get_print().map(|(l, _)| l);
+            assert_eq!(printer, Some(level), "verbose {verbose}");
+        }
     }
 
     #[test]

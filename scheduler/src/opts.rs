@@ -9,7 +9,7 @@ const EXAMPLES: &str = "Examples:
   scx_mosaic --stats 1              live stats every second
   scx_mosaic --shard-size 2         smaller shards (less lock contention)
   scx_mosaic --no-shared-runq       seed 000's NO_SHARED_RUNQ baseline
-  scx_mosaic --stats-file /tmp/mosaic.json
+  scx_mosaic --stats-file /run/scx_mosaic/stats.json
                                     final counters as JSON on exit
   scx_mosaic --config ./mosaic.toml --stats 5
                                     options from a TOML file (shard-size = 2,
@@ -132,7 +132,9 @@ pub struct Opts {
     #[arg(long)]
     pub help_stats: bool,
 
-    /// On exit, write the final counters as one JSON object to this file.
+    /// On exit, write the final counters as one JSON object to this file,
+    /// e.g. /run/scx_mosaic/stats.json (a root-owned directory, not /tmp):
+    /// replaced whole by a rename, never written through a symlink.
     #[arg(long, value_name = "PATH")]
     pub stats_file: Option<PathBuf>,
 
@@ -141,8 +143,10 @@ pub struct Opts {
     #[arg(long, default_value_t = 0)]
     pub timeout_ms: u32,
 
-    /// Have the kernel time every BPF program (kernel.bpf_stats_enabled) while
-    /// running; the cost per call goes into the exit line and --stats-file.
+    /// Have the kernel time every BPF program while running (BPF_ENABLE_STATS:
+    /// off again when the process ends, however it ends; the
+    /// kernel.bpf_stats_enabled sysctl is not written); the cost per call
+    /// goes into the exit line and --stats-file.
     #[arg(long)]
     pub bpf_stats: bool,
 

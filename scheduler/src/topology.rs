@@ -41,7 +41,8 @@ pub struct Cpu {
 /// The machine as the scheduler sees it. Each group lists CPU ids.
 #[derive(Debug, Clone, Serialize)]
 pub struct Topology {
-    /// One more than the largest possible CPU id.
+    /// One more than the largest CPU id the scheduler covers (see
+    /// nr_cpu_ids(): the possible CPUs, or those that can come online).
     pub nr_cpu_ids: usize,
     pub cpus: Vec<Cpu>,
     pub cores: Vec<Vec<usize>>,
@@ -133,6 +134,39 @@ fn last_level(cpu_dir: &Path) -> u32 {
         .unwrap_or(0)
 }
 
+/// The CPU ids the scheduler's tables cover (Topology::nr_cpu_ids): the
+/// kernel's nr_cpu_ids (one more than the highest possible CPU) where the
+/// BPF tables hold that many, for the BPF side compares a task's
+/// nr_cpus_allowed with it; else one more than the highest CPU that can come
+/// online (present, or online), however large a hotplug range a VM's
+/// firmware advertises (possible). The kernel unloads the scheduler with a
+/// restart request when a CPU comes online, and the topology is read again.
+/// On such a machine a task allowed everywhere has more CPUs allowed than
+/// this, so the BPF side's whole-machine shortcuts (`p->nr_cpus_allowed ==
+/// nr_cpu_ids`) do not apply: wakeups take the affinity-checked paths and
+/// the group balancer binds no task (safe, less placement, rather than no
+/// load at all).
+fn nr_cpu_ids(cpu_root: &Path, possible: &[usize], online: &[usize]) -> Result<usize> {
+    let max = crate::bpf_intf::mosaic_limits_MAX_CPUS as usize;
+    let kernel = possible.iter().chain(online).max().map_or(0, |m| m + 1);
+    if kernel <= max {
+        return Ok(kernel);
+    }
+    let present = match read(&cpu_root.join("present")) {
+        Ok(s) => cpulist::parse(&s)?,
+        Err(_) => possible.to_vec(),
+    };
+    let ids = present.iter().chain(online).max().map_or(0, |m| m + 1);
+    if ids > max {
+        bail!(
+            "{ids} CPUs can come online (the highest present CPU is {}): more than the {max} \
+             Mosaic supports",
+            ids - 1
+        );
+    }
+    Ok(ids)
+}
+
 impl Topology {
     /// Reads the topology of the running machine.
     pub fn from_sysfs() -> Result<Self> {
@@ -152,7 +186,7 @@ impl Topology {
         if online.is_empty() {
             bail!("sysfs lists no online CPU");
         }
-        let nr_cpu_ids = possible.iter().chain(&online).max().unwrap() + 1;
+        let nr_cpu_ids = nr_cpu_ids(&cpu_root, &possible, &online)?;
 
         let mut node_of = BTreeMap::new();
         let mut nodes = Vec::new();
@@ -429,6 +463,33 @@ pub mod tests {
         let dir = tempfile::tempdir().unwrap();
         fake_sysfs(dir.path(), nr, llc, smt, nodes);
         Topology::from_root(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn a_large_hotplug_range_is_no_reason_to_refuse() {
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(dir.path(), 8, 4, true, 1);
+        let cpu_root = dir.path().join("devices/system/cpu");
+        // a VM's firmware allows 4096 vCPUs, 8 are there
+        fs::write(cpu_root.join("possible"), "0-4095\n").unwrap();
+        fs::write(cpu_root.join("present"), "0-7\n").unwrap();
+        let t = Topology::from_root(dir.path()).unwrap();
+        assert_eq!((t.nr_cpu_ids, t.cpus.len()), (8, 8));
+        // present but offline CPUs count: they can come online
+        fs::write(cpu_root.join("present"), "0-11\n").unwrap();
+        assert_eq!(Topology::from_root(dir.path()).unwrap().nr_cpu_ids, 12);
+        // where the tables hold every possible CPU, the kernel's nr_cpu_ids
+        fs::write(cpu_root.join("possible"), "0-15\n").unwrap();
+        assert_eq!(Topology::from_root(dir.path()).unwrap().nr_cpu_ids, 16);
+        // more present CPUs than the tables hold: one line with both numbers
+        fs::write(cpu_root.join("possible"), "0-4095\n").unwrap();
+        fs::write(cpu_root.join("present"), "0-599\n").unwrap();
+        let err = format!("{:#}", Topology::from_root(dir.path()).unwrap_err());
+        assert_eq!(
+            err,
+            "600 CPUs can come online (the highest present CPU is 599): more than the 512 \
+             Mosaic supports"
+        );
     }
 
     #[test]

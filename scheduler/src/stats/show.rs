@@ -4,6 +4,7 @@
 use super::metrics::{all_meta, Metrics};
 use super::{wait_percentile_us, Counters};
 use crate::bpf_intf as b;
+use crate::output::escape;
 
 /// cpu.max cgroups shown per interval, the longest throttled first.
 const CPU_MAX_LINES: usize = 5;
@@ -56,7 +57,7 @@ impl Metrics {
             fmt_us(self.wait_max_us),
             match self.wait_max_task.as_str() {
                 "" => String::new(),
-                task => format!(" ({task})"),
+                task => format!(" ({})", escape(task)),
             },
         )];
         if self.per_llc.len() > 1 {
@@ -87,7 +88,7 @@ impl Metrics {
         for g in &self.group_balancer.groups {
             lines.push(format!(
                 "mosaic group   | {} -> {} excl {:.2} settles {}",
-                g.path,
+                escape(&g.path),
                 g.partition.0.map_or("-".into(), |p| format!("p{p}")),
                 g.exclusivity,
                 g.settles
@@ -126,7 +127,7 @@ impl Metrics {
         for (ns, times, c) in throttled.into_iter().take(CPU_MAX_LINES) {
             lines.push(format!(
                 "mosaic cpu.max | {} {}/{} us throttled {}x {:.0} ms{}",
-                c.path,
+                escape(&c.path),
                 c.quota_us,
                 c.period_us,
                 times,
@@ -278,6 +279,38 @@ mod tests {
                 "mosaic cpu.max | web/a 20000/100000 us throttled 5x 250 ms (now)",
                 "mosaic cpu.max | new 5000/50000 us throttled 2x 2 ms"
             ]
+        );
+    }
+
+    #[test]
+    fn live_lines_escape_task_names_and_cgroup_paths() {
+        let (topo, layout) = two_llcs();
+        let c = distinct_counters();
+        let prev = Metrics::new(&c, &topo, &layout);
+        let mut now = prev.clone();
+        now.wait_max_task = "x\x1b[2J\r[7]".into();
+        now.group_balancer.groups = vec![GroupMetrics {
+            path: "a\nmosaic fake".into(),
+            ..Default::default()
+        }];
+        now.cgroup_bandwidth = vec![BandwidthMetrics {
+            path: "b\x1b]0;t\x07".into(),
+            ..Default::default()
+        }];
+        let lines = now.interval_lines(&prev, 1.0);
+        for l in &lines {
+            assert!(!l.chars().any(|c| c.is_control()), "{l:?}");
+        }
+        assert!(lines[0].ends_with("(x\\x1b[2J\\r[7])"), "{}", lines[0]);
+        let n = lines.len();
+        assert_eq!(
+            lines[n - 2],
+            "mosaic group   | a\\nmosaic fake -> - excl 0.00 settles 0"
+        );
+        assert!(
+            lines[n - 1].starts_with("mosaic cpu.max | b\\x1b]0;t\\x07 "),
+            "{}",
+            lines[n - 1]
         );
     }
 }
