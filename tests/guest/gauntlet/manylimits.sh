@@ -1,5 +1,5 @@
 # Cell "manylimits": cpu.max at a container host's scale. $GAUNTLET_MANYLIMITS cgroups (1,000
-# unless set; `make test` runs 200) below one parent, each with one CPU hog and a limit of
+# unless set: tests/gauntlet/run.py --manylimits N) below one parent, each with one CPU hog and a limit of
 # 1 ms per period, the period sized so that all limits together come to 60 % of the CPUs
 # (never oversubscribed: each cgroup's quota is what it should get). A root-cgroup probe
 # wakes every 10 ms throughout. Measured in the same boot:
@@ -9,7 +9,8 @@
 #           a tenth of the cgroups removed and as many new ones made, then a window
 # For each window: each cgroup's CPU time (cpu.stat usage_usec) over its quota, reported as
 # the number outside +-25 % and the lowest, median and highest ratio; the probe's mean wait
-# per run (schedstat run_delay over runs) and the time one read of every cpu.stat takes.
+# per run (schedstat run_delay over runs), and the time one read of every cpu.stat takes
+# (by the cell's shell, at nice -20).
 # The host (tests/gauntlet/run.py) judges them. Sourced by run.sh.
 N=${GAUNTLET_MANYLIMITS:-1000}
 CG=/sys/fs/cgroup/gauntlet-ml
@@ -73,6 +74,9 @@ ml_window() {
 # the probe: a root-cgroup shell that wakes every 10 ms
 sh -c 'while :; do sleep 0.01; done' &
 PROBE=$!
+# the cell's own shell (setup, churn, the cpu.stat reads) at nice -20: its reads time the
+# windows, and must not wait behind the hogs as the probe may
+boost
 t0=$(ms)
 i=1
 while [ $i -le $N ]; do
