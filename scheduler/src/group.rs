@@ -13,6 +13,7 @@ use crate::bpf_intf;
 use crate::bpf_skel::BpfSkel;
 use crate::stats::{CpuIds, Flag, GroupBalancerMetrics, GroupMetrics, MaybeIndex};
 use crate::topology::Topology;
+use crate::warn::RateLimited;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use policy::Policy;
@@ -114,6 +115,84 @@ pub fn scan_cgroups(parent: &Path) -> BTreeMap<u64, String> {
     found
 }
 
+/// At most this many cgroups are tracked: the size of group_prefs and
+/// group_runtime (intf.h's MAX_GROUPS).
+pub const MAX_GROUPS: usize = bpf_intf::mosaic_limits_MAX_GROUPS as usize;
+/// With more cgroups than that, they are ranked by CPU time at most this
+/// often (each ranking reads every cgroup's cpu.stat).
+const RANK_INTERVAL: Duration = Duration::from_secs(2);
+/// A repeated warning is printed at most this often.
+const WARN_INTERVAL: Duration = Duration::from_secs(60);
+/// The skipped cgroups the warning and the report name.
+const SKIPPED_NAMED: usize = 5;
+
+/// The balancer's BPF maps (group.bpf.c), behind a trait so that its
+/// handling of their failures is tested without BPF.
+pub trait GroupMaps {
+    /// Writes @cgid's partition (None: registered, unsettled).
+    fn write_pref(&mut self, cgid: u64, part: Option<usize>) -> Result<()>;
+    /// Drops @cgid from the maps (absent: nothing to do).
+    fn forget(&mut self, cgid: u64);
+    /// All tasks' runnable demand in each of @n partitions, ns.
+    fn part_demand(&mut self, n: usize) -> Result<Vec<u64>>;
+    /// @cgid's runtime in each of @n partitions, then its demand in each
+    /// (nothing accounted yet: zeros).
+    fn group_totals(&mut self, cgid: u64, n: usize) -> Result<Vec<u64>>;
+}
+
+/// The loaded scheduler's maps.
+pub struct SkelMaps<'a, 'b>(pub &'a BpfSkel<'b>);
+
+impl GroupMaps for SkelMaps<'_, '_> {
+    fn write_pref(&mut self, cgid: u64, part: Option<usize>) -> Result<()> {
+        self.0
+            .maps
+            .group_prefs
+            .update(
+                &cgid.to_ne_bytes(),
+                &policy::pref_value(part),
+                MapFlags::ANY,
+            )
+            .context("writing a group's partition")
+    }
+
+    fn forget(&mut self, cgid: u64) {
+        let _ = self.0.maps.group_prefs.delete(&cgid.to_ne_bytes());
+        let _ = self.0.maps.group_runtime.delete(&cgid.to_ne_bytes());
+    }
+
+    fn part_demand(&mut self, n: usize) -> Result<Vec<u64>> {
+        (0..n)
+            .map(|p| crate::stats::sum_percpu(&self.0.maps.part_demand, p as u32))
+            .collect::<Result<Vec<u64>>>()
+            .context("reading the partitions' demand")
+    }
+
+    fn group_totals(&mut self, cgid: u64, n: usize) -> Result<Vec<u64>> {
+        let per_cpu = self
+            .0
+            .maps
+            .group_runtime
+            .lookup_percpu(&cgid.to_ne_bytes(), MapFlags::ANY)
+            .context("reading a group's runtime")?
+            .unwrap_or_default();
+        // struct group_runtime: ns[MAX_PARTS], then demand_ns[MAX_PARTS]
+        let words = sum_percpu_u64s(&per_cpu, 2 * MAX_PARTS);
+        let mut totals = words[..n].to_vec();
+        totals.extend_from_slice(&words[MAX_PARTS..MAX_PARTS + n]);
+        Ok(totals)
+    }
+}
+
+/// A cgroup's CPU time (cpu.stat usage_usec, its descendants' included),
+/// if it can be read.
+fn cgroup_usage(dir: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// The balancer: the policy's state across periods, and its I/O.
 pub struct Balancer {
     cfg: GroupConfig,
@@ -123,6 +202,23 @@ pub struct Balancer {
     /// The policy's time 0.
     start: Instant,
     next_tick: Instant,
+    /// At most this many cgroups tracked (MAX_GROUPS; smaller in tests).
+    limit: usize,
+    /// Past the limit: when the cgroups were last ranked, and each one's
+    /// own CPU time then (us).
+    ranked: Option<Instant>,
+    own_usage: BTreeMap<u64, u64>,
+    /// The cgroups not tracked now (past the limit), busiest first at the
+    /// last ranking, and their paths (the first SKIPPED_NAMED).
+    skipped: Vec<u64>,
+    skipped_named: Vec<String>,
+    /// Partitions decided but not written yet (the write failed): written
+    /// again each period until it succeeds.
+    pending: BTreeMap<u64, Option<usize>>,
+    /// Map reads and writes that failed.
+    map_errors: u64,
+    warn_skipped: RateLimited,
+    warn_maps: RateLimited,
 }
 
 /// Sums a per-CPU map value made of u64s, element-wise.
@@ -147,43 +243,134 @@ impl Balancer {
             paths: BTreeMap::new(),
             start: now,
             next_tick: now,
+            limit: MAX_GROUPS,
+            ranked: None,
+            own_usage: BTreeMap::new(),
+            skipped: Vec::new(),
+            skipped_named: Vec::new(),
+            pending: BTreeMap::new(),
+            map_errors: 0,
+            warn_skipped: RateLimited::new(WARN_INTERVAL),
+            warn_maps: RateLimited::new(WARN_INTERVAL),
         }
     }
 
-    /// Writes @cgid's partition (-1: registered, unsettled) for BPF.
-    fn write_pref(skel: &BpfSkel, cgid: u64, part: Option<usize>) -> Result<()> {
-        skel.maps
-            .group_prefs
-            .update(
-                &cgid.to_ne_bytes(),
-                &policy::pref_value(part),
-                MapFlags::ANY,
-            )
-            .context("writing a group's partition")
-    }
-
-    /// One period, if due: track cgroups, read loads, maybe settle one group.
-    pub fn tick(&mut self, skel: &BpfSkel) -> Result<()> {
+    /// One period, if due: track cgroups, read loads, maybe settle one
+    /// group. Never fails: a map read or write that fails is reported
+    /// (rate-limited) and retried the next period.
+    pub fn tick(&mut self, skel: &BpfSkel) {
         let now = Instant::now();
         if now < self.next_tick {
-            return Ok(());
+            return;
         }
         self.next_tick = now + self.cfg.period;
+        let found = scan_cgroups(&self.cfg.parent);
+        let parent = self.cfg.parent.clone();
+        self.period(
+            now,
+            found,
+            |path| cgroup_usage(&parent.join(path)),
+            &mut SkelMaps(skel),
+        );
+    }
+
+    /// Counts a failed map access and says so (rate-limited).
+    fn map_error(&mut self, now: Instant, err: &anyhow::Error) {
+        self.map_errors += 1;
+        let total = self.map_errors;
+        self.warn_maps.warn(now, || {
+            format!("group balancer: {err:#}; retried next period ({total} map errors so far)")
+        });
+    }
+
+    /// Which of the cgroups @found (id -> path) to track: all of them up
+    /// to the limit; past it the busiest, by @usage (path -> cpu.stat
+    /// usage), ranked at most every RANK_INTERVAL.
+    fn select(
+        &mut self,
+        now: Instant,
+        found: &BTreeMap<u64, String>,
+        usage: impl Fn(&str) -> Option<u64>,
+    ) -> BTreeSet<u64> {
+        let live: BTreeSet<u64> = found.keys().copied().collect();
+        let tracked: BTreeSet<u64> = self.policy.groups().keys().copied().collect();
+        let sel = if live.len() <= self.limit {
+            self.ranked = None;
+            self.own_usage.clear();
+            policy::Selection {
+                tracked: live,
+                skipped: Vec::new(),
+            }
+        } else if self.ranked.is_none_or(|t| now >= t + RANK_INTERVAL) {
+            self.ranked = Some(now);
+            let cum: BTreeMap<u64, u64> = found
+                .iter()
+                .filter_map(|(&id, path)| usage(path).map(|u| (id, u)))
+                .collect();
+            let own = policy::own_usage(found, &cum);
+            let loads = policy::growth(&own, &self.own_usage);
+            self.own_usage = own;
+            policy::select_largest(&loads, &tracked, self.limit)
+        } else {
+            policy::keep_and_fill(&live, &tracked, self.limit)
+        };
+        self.skipped = sel.skipped;
+        self.skipped_named = self
+            .skipped
+            .iter()
+            .take(SKIPPED_NAMED)
+            .map(|id| found.get(id).cloned().unwrap_or_default())
+            .collect();
+        if !self.skipped.is_empty() {
+            let (n, limit, named) = (found.len(), self.limit, self.skipped_named.join(", "));
+            let parent = self.cfg.parent.display().to_string();
+            let skipped = self.skipped.len();
+            self.warn_skipped.warn(now, || {
+                format!(
+                    "group balancer: {n} cgroups under {parent}, more than the {limit} it \
+                     tracks: the busiest are balanced, {skipped} skipped (e.g. {named})"
+                )
+            });
+        }
+        sel.tracked
+    }
+
+    /// One period at @now with the cgroups @found under the parent (id ->
+    /// path below it), @usage to read a cgroup's CPU time, and @maps.
+    fn period(
+        &mut self,
+        now: Instant,
+        mut found: BTreeMap<u64, String>,
+        usage: impl Fn(&str) -> Option<u64>,
+        maps: &mut impl GroupMaps,
+    ) {
         let now_ns = now.duration_since(self.start).as_nanos() as u64;
         let n = self.cfg.partitions.len();
 
-        // cgroups come and go at any time
-        let mut found = scan_cgroups(&self.cfg.parent);
-        let live: BTreeSet<u64> = found.keys().copied().collect();
-        let (added, gone) = self.policy.sync(&live, now_ns);
+        // cgroups come and go at any time; past the maps' size, the
+        // busiest are tracked
+        let selected = self.select(now, &found, usage);
+        let (added, gone) = self.policy.sync(&selected, now_ns);
         for id in gone {
             self.paths.remove(&id);
-            let _ = skel.maps.group_prefs.delete(&id.to_ne_bytes());
-            let _ = skel.maps.group_runtime.delete(&id.to_ne_bytes());
+            self.pending.remove(&id);
+            maps.forget(id);
         }
         for id in added {
-            Self::write_pref(skel, id, None)?;
+            if let Err(e) = maps.write_pref(id, None) {
+                // not registered: tracked afresh at a later period
+                self.policy.remove(id);
+                self.map_error(now, &e);
+                continue;
+            }
             self.paths.insert(id, found.remove(&id).unwrap_or_default());
+        }
+        // decisions whose write failed, again
+        for (id, part) in std::mem::take(&mut self.pending) {
+            if let Err(e) = maps.write_pref(id, part) {
+                self.pending.insert(id, part);
+                self.map_error(now, &e);
+            }
         }
 
         // the seed settles a group only where its effective cpuset reaches
@@ -192,24 +379,24 @@ impl Balancer {
             self.policy.set_allowed(id, allowed);
         }
 
-        let part = (0..n)
-            .map(|p| crate::stats::sum_percpu(&skel.maps.part_demand, p as u32))
-            .collect::<Result<Vec<u64>>>()?;
+        // a failed read skips the period: the policy would take the groups
+        // missing as idle
+        let part = match maps.part_demand(n) {
+            Ok(p) => p,
+            Err(e) => return self.map_error(now, &e),
+        };
         let mut groups = BTreeMap::new();
         for &id in self.policy.groups().keys() {
-            let per_cpu = skel
-                .maps
-                .group_runtime
-                .lookup_percpu(&id.to_ne_bytes(), MapFlags::ANY)?
-                .unwrap_or_default();
-            // struct group_runtime: ns[MAX_PARTS], then demand_ns[MAX_PARTS]
-            let words = sum_percpu_u64s(&per_cpu, 2 * MAX_PARTS);
-            let mut totals = words[..n].to_vec();
-            totals.extend_from_slice(&words[MAX_PARTS..MAX_PARTS + n]);
-            groups.insert(id, totals);
+            match maps.group_totals(id, n) {
+                Ok(totals) => groups.insert(id, totals),
+                Err(e) => return self.map_error(now, &e),
+            };
         }
         for (id, p) in self.policy.tick(now_ns, &part, &groups) {
-            Self::write_pref(skel, id, Some(p))?;
+            if let Err(e) = maps.write_pref(id, Some(p)) {
+                self.pending.insert(id, Some(p));
+                self.map_error(now, &e);
+            }
             if !self.cfg.log_moves {
                 continue;
             }
@@ -227,7 +414,6 @@ impl Balancer {
                 g.last_move()
             );
         }
-        Ok(())
     }
 
     /// Per partition, whether the effective cpuset of the cgroup at @path
@@ -280,6 +466,10 @@ impl Balancer {
             partitions: self.cfg.partitions.iter().cloned().map(CpuIds).collect(),
             period_ms: self.cfg.period.as_millis() as u64,
             groups,
+            max_groups: self.limit as u64,
+            skipped: self.skipped.len() as u64,
+            skipped_groups: self.skipped_named.join(", "),
+            map_errors: self.map_errors,
         }
     }
 }
@@ -336,6 +526,140 @@ mod tests {
             g["runtime_ns_per_partition"],
             policy["runtime_ns_per_partition"]
         );
+    }
+
+    /// group.bpf.c's maps as the balancer sees them, with room for @cap
+    /// groups and failures on demand.
+    #[derive(Default)]
+    struct FakeMaps {
+        prefs: BTreeMap<u64, Option<usize>>,
+        cap: usize,
+        /// the next this many writes fail, and reads
+        fail_writes: u32,
+        fail_reads: u32,
+        /// ms of runtime (and demand) in p0 per group
+        ran: BTreeMap<u64, u64>,
+    }
+
+    impl GroupMaps for FakeMaps {
+        fn write_pref(&mut self, cgid: u64, part: Option<usize>) -> Result<()> {
+            if self.fail_writes > 0 {
+                self.fail_writes -= 1;
+                bail!("writing a group's partition: injected");
+            }
+            if !self.prefs.contains_key(&cgid) && self.prefs.len() >= self.cap {
+                bail!("writing a group's partition: Argument list too long (os error 7)");
+            }
+            self.prefs.insert(cgid, part);
+            Ok(())
+        }
+        fn forget(&mut self, cgid: u64) {
+            self.prefs.remove(&cgid);
+        }
+        fn part_demand(&mut self, n: usize) -> Result<Vec<u64>> {
+            if self.fail_reads > 0 {
+                self.fail_reads -= 1;
+                bail!("reading the partitions' demand: injected");
+            }
+            let mut v = vec![0; n];
+            v[0] = self.ran.values().sum::<u64>() * 1_000_000;
+            Ok(v)
+        }
+        fn group_totals(&mut self, cgid: u64, n: usize) -> Result<Vec<u64>> {
+            let mut v = vec![0; 2 * n];
+            let ns = self.ran.get(&cgid).copied().unwrap_or(0) * 1_000_000;
+            (v[0], v[n]) = (ns, ns);
+            Ok(v)
+        }
+    }
+
+    fn balancer(limit: usize) -> Balancer {
+        let t = topo();
+        let cfg = GroupConfig {
+            parent: "/nonexistent/gb".into(),
+            partitions: t.llcs.clone(),
+            period: Duration::from_millis(50),
+            enabled: true,
+            log_moves: false,
+        };
+        let mut b = Balancer::new(cfg, &t);
+        b.limit = limit;
+        b
+    }
+
+    fn cgroups(ids: &[u64]) -> BTreeMap<u64, String> {
+        ids.iter().map(|&id| (id, format!("g{id}"))).collect()
+    }
+
+    #[test]
+    fn past_the_map_size_the_busiest_groups_are_balanced_and_the_rest_reported() {
+        let mut b = balancer(3);
+        let mut maps = FakeMaps {
+            cap: 3,
+            ..Default::default()
+        };
+        // 6 cgroups, room for 3: g4 and g6 ran the most (cpu.stat, us)
+        let usage = |p: &str| Some(if p == "g4" || p == "g6" { 5_000 } else { 10 });
+        b.period(b.start, cgroups(&[1, 2, 3, 4, 5, 6]), usage, &mut maps);
+        let tracked: Vec<u64> = b.policy.groups().keys().copied().collect();
+        assert_eq!(tracked, [1, 4, 6]);
+        assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [1, 4, 6]);
+        let m = b.metrics();
+        assert_eq!((m.max_groups, m.skipped, m.map_errors), (3, 3, 0));
+        assert_eq!(m.skipped_groups, "g2, g3, g5");
+        assert_eq!(m.groups.len(), 3);
+        // before the next ranking a new cgroup waits; a gone one frees a place
+        let t1 = b.start + Duration::from_millis(100);
+        b.period(t1, cgroups(&[2, 3, 4, 5, 6, 7]), usage, &mut maps);
+        assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [2, 4, 6]);
+        // at the next ranking the load is what ran since the last: g7 most,
+        // then g2, g3 and g5 (4990 us each; g2, tracked, first), while g4
+        // and g6 ran nothing since: they make room
+        let t2 = b.start + RANK_INTERVAL;
+        let usage = |p: &str| Some(if p == "g7" { 90_000 } else { 5_000 });
+        b.period(t2, cgroups(&[2, 3, 4, 5, 6, 7]), usage, &mut maps);
+        assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [2, 3, 7]);
+        assert_eq!(b.metrics().skipped_groups, "g5, g4, g6");
+        assert_eq!(b.metrics().map_errors, 0);
+    }
+
+    #[test]
+    fn a_failed_map_write_or_read_is_retried_the_next_period() {
+        let mut b = balancer(MAX_GROUPS);
+        let mut maps = FakeMaps {
+            cap: 100,
+            fail_writes: 1,
+            ..Default::default()
+        };
+        let at = |ms: u64| b.start + Duration::from_millis(ms);
+        let (t0, t50, t100, t150, t200) = (at(0), at(50), at(100), at(150), at(200));
+        // the first registration fails: not tracked this period, no error
+        // out of the period, and registered the next
+        b.period(t0, cgroups(&[1, 2]), |_| None, &mut maps);
+        assert_eq!(b.policy.groups().keys().copied().collect::<Vec<_>>(), [2]);
+        assert_eq!(b.metrics().map_errors, 1);
+        maps.ran.insert(1, 50);
+        b.period(t50, cgroups(&[1, 2]), |_| None, &mut maps);
+        assert_eq!(maps.prefs, BTreeMap::from([(1, None), (2, None)]));
+        // a failed read skips a period: no settle on missing loads
+        maps.fail_reads = 1;
+        maps.ran.insert(1, 100);
+        b.period(t100, cgroups(&[1, 2]), |_| None, &mut maps);
+        assert_eq!(b.metrics().map_errors, 2);
+        assert_eq!(b.policy.groups()[&1].pref(), None);
+        // group 1 ran two periods in a row: it settles, but the write fails;
+        // BPF does not know yet
+        maps.ran.insert(1, 150);
+        maps.fail_writes = 1;
+        b.period(t150, cgroups(&[1, 2]), |_| None, &mut maps);
+        assert_eq!(b.policy.groups()[&1].pref(), Some(0));
+        assert_eq!(maps.prefs[&1], None);
+        assert_eq!(b.metrics().map_errors, 3);
+        // ... it is written the next period
+        maps.ran.insert(1, 200);
+        b.period(t200, cgroups(&[1, 2]), |_| None, &mut maps);
+        assert_eq!(maps.prefs[&1], Some(0));
+        assert!(b.pending.is_empty());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use scx_mosaic::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use scx_mosaic::stats::{self, BpfMetrics, Counters, ExitMetrics, Flag, Metrics};
 use scx_mosaic::topology::Topology;
 use scx_mosaic::tunables::{CopyToGlobal, LoadPlan, Tunables};
+use scx_mosaic::warn::RateLimited;
 use scx_mosaic::{bpf_skel, config, cpulist, group, stats_server, Opts};
 use scx_utils::scx_ops_attach;
 use serde_json::Value;
@@ -179,16 +180,25 @@ impl<'a> Scheduler<'a> {
         server: Option<&stats_server::Server>,
         mut balancer: Option<&mut group::Balancer>,
     ) -> Result<LoadEnd> {
+        // nothing read or written while loaded unloads it: a stats snapshot
+        // that fails is said (rate-limited) and skipped, the asker gets no
+        // answer; the balancer says and retries its own
+        let mut snapshot_errors = RateLimited::new(Duration::from_secs(60));
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             let tick = Duration::from_millis(50);
             match server {
                 Some(server) => {
-                    server.serve(tick, || self.snapshot(totals, balancer.as_deref()))?
+                    if let Err(e) =
+                        server.serve(tick, || self.snapshot(totals, balancer.as_deref()))
+                    {
+                        snapshot_errors
+                            .warn(Instant::now(), || format!("stats snapshot skipped: {e:#}"));
+                    }
                 }
                 None => std::thread::sleep(tick),
             }
             if let Some(b) = balancer.as_deref_mut() {
-                b.tick(&self.skel)?;
+                b.tick(&self.skel);
             }
         }
         // Detach first: read while the programs still run, the counters are
@@ -198,7 +208,10 @@ impl<'a> Scheduler<'a> {
         // scheduler (ops.cgroup_exit) as it detaches.
         let bandwidth = self.bandwidth();
         let exit = self.detach();
-        let counters = Counters::read(&self.skel, self.nr_shards)?;
+        let counters = Counters::read(&self.skel, self.nr_shards).unwrap_or_else(|e| {
+            eprintln!("scx_mosaic: this load's counters are lost: {e:#}");
+            Counters::default()
+        });
         let costs = stats::bpf_prog_costs(&self.skel);
         Ok(LoadEnd {
             exit,
