@@ -439,9 +439,19 @@ fn group_config(opts: &Opts, plan: &LoadPlan) -> Result<Option<group::GroupConfi
 }
 
 /// Reads the topology and derives the load's settings from it (tunables.rs).
-fn load_plan(opts: &Opts) -> Result<LoadPlan> {
+/// At the first load a CPU list naming an offline CPU is an error (bad
+/// input); at a @restart after hotplug its offline CPUs are left out of this
+/// load, in one line that says which.
+fn load_plan(opts: &Opts, restart: bool) -> Result<LoadPlan> {
     let topo = Topology::from_sysfs().context("reading the CPU topology")?;
-    LoadPlan::new(opts, topo)
+    if !restart {
+        return LoadPlan::new(opts, topo);
+    }
+    let (plan, cut) = LoadPlan::restart(opts, topo)?;
+    if let Some(line) = cut {
+        eprintln!("scx_mosaic: {line}");
+    }
+    Ok(plan)
 }
 
 fn run(opts: &Opts) -> Result<i32> {
@@ -468,7 +478,7 @@ fn run(opts: &Opts) -> Result<i32> {
         restarts: 0,
         counters: Counters::default(),
         costs: Vec::new(),
-        plan: load_plan(opts)?,
+        plan: load_plan(opts, false)?,
         bandwidth: Vec::new(),
     };
     let (exit, balancer) = loop {
@@ -508,7 +518,7 @@ fn run(opts: &Opts) -> Result<i32> {
             totals.restarts += 1;
             eprintln!("scx_mosaic: restarting: {} ({})", exit.reason, exit.msg);
             // after hotplug the CPU set differs
-            totals.plan = load_plan(opts)?;
+            totals.plan = load_plan(opts, true)?;
             continue;
         }
         break (exit, balancer);
