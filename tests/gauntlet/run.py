@@ -53,7 +53,7 @@ DEFAULT_KERNEL = "7.3.4+deb13-cloud-amd64"
 OLD_KERNELS = ["6.19.14+deb13-cloud-amd64", "7.0.13+deb13-cloud-amd64"]
 TOPOS = ["1llc", "2llc-smt", "2node", "4llc", "1cpu", "16cpu"]
 STRESSORS = ["affinity", "fork", "threads", "nice", "cgroup", "cpumax", "hotplug", "sigstop",
-             "sigkill", "pinned"]
+             "sigkill", "pinned", "manycg"]
 # The older kernels run a representative subset: the two ways out of a load (hotplug restart,
 # SIGKILL), the cgroup path and the stress-ng churn, on a 2-LLC SMT and a 4-LLC machine.
 OLD_TOPOS = ["2llc-smt", "4llc"]
@@ -107,6 +107,13 @@ def park_bound_us(ncpus):
     return CPUMAX_PERIOD_MAX_US + ncpus * TCG_KICK_PERIOD_US
 
 
+# The manycg cell: the two busy cgroups' CPU time must split as their cpu.weight (300:100)
+# within this band (TCG is noisy); it makes 20,000 cgroups, which takes this much longer than a
+# cell's window, in a guest with this much memory.
+MANYCG_RATIO = (2.25, 4.0)
+MANYCG_EXTRA_S = 300
+MANYCG_MEM_MB = 3072
+
 DISABLE_BOUND_MS = 10_000
 BAD_RE = re.compile(r"BUG|WARNING|Oops|Call Trace|sched_ext:.*(error|stall)|rcu.*stall"
                     r"|blocked for more than")
@@ -135,7 +142,13 @@ def boot_row(kernel, topo, stressors, secs, log_dir, mosaic_flags=""):
     # 10k threads and hotplug reloads are slow under TCG; the 16-CPU guest is slower still
     per_cell = secs * 4 + 60 + (60 if topo == "16cpu" else 0)
     timeout = 180 + per_cell * len(stressors)
+    mem = []
+    if "manycg" in stressors:
+        # making and removing 20,000 cgroups (MANYCG_EXTRA_S), and their memory
+        timeout += MANYCG_EXTRA_S
+        mem = ["--mem", str(MANYCG_MEM_MB)]
     args = [str(REPO / "vm/run"), "--topo", topo, "--kernel", kernel, "--timeout", str(timeout),
+            *mem,
             "--add", f"{spin_binary()}:/usr/bin/spin",
             "--keep-log", str(log_dir / f"{kernel}-{topo}.console.log")]
     if (kdir / "image-only").exists():
@@ -179,6 +192,52 @@ def cpumax_problems(v, s):
     made, removed = int(v.get("cgroups_made", 0)), int(v.get("cgroups_removed", -1))
     if made < 3 or made != removed:
         out.append(f"cgroups made {made}, removed {removed}")
+    return out
+
+
+def manycg_problems(v, s):
+    """What is wrong with the manycg cell: the tree must have been made (over 5,000 cgroups
+    below the balancer's parent, cpu.weight on 20,000), the balancer must have said and counted
+    what it skipped and still tracked the busy group, and cpu.weight must have held."""
+    out = []
+    if int(v.get("cgroups_gb", 0)) <= 5000 or int(v.get("weights_set", 0)) < 20000:
+        out.append(f"tree not made: {v.get('cgroups_gb')} cgroups below the parent, "
+                   f"cpu.weight set on {v.get('weights_set')}")
+    gb = s.get("group_balancer", {})
+    if not gb.get("skipped"):
+        out.append(f"the balancer reported no skipped cgroups: skipped={gb.get('skipped')}")
+    if v.get("skip_warned", "0") == "0":
+        out.append("no warning line about the skipped cgroups")
+    busy = [x for x in gb.get("groups", []) if x.get("path") == "d0/c1"]
+    if not busy or not busy[0].get("runtime_ns"):
+        out.append("the busy cgroup d0/c1 was not tracked (or no runtime accounted)")
+    ratio = float(v.get("weight_ratio", "0"))
+    lo, hi = MANYCG_RATIO
+    if not lo <= ratio <= hi:
+        out.append(f"cpu.weight 300:100 gave CPU time {ratio}:1 ({v.get('usage_w300_us')} / "
+                   f"{v.get('usage_w100_us')} us), outside {lo}-{hi}")
+    return out
+
+
+def hotplug_partition_problems(v, s):
+    """What is wrong with the hotplug cell's group balancer partitions: every reload without a
+    CPU of --gb-partitions must have said so, and after the last one (every CPU back) the
+    partitions must be the full lists again."""
+    out = []
+    want = v.get("partitions")
+    if want is None:
+        return out
+    if int(v.get("cut", 0)) < int(v.get("cycles", 0)):
+        out.append(f"{v.get('cut')} reloads said they left a CPU out of --gb-partitions, "
+                   f"{v.get('cycles')} CPUs went offline")
+    parts = [[int(c) for c in p] for p in s.get("group_balancer", {}).get("partitions", [])]
+
+    def cpus(text):
+        lo, _, hi = text.partition("-")
+        return list(range(int(lo), int(hi or lo) + 1))
+    full = [cpus(p) for p in want.split(";")]
+    if parts != full:
+        out.append(f"partitions at the end {parts}, expected the full lists {full}")
     return out
 
 
@@ -271,6 +330,10 @@ def judge(g, cell):
         for k in ("state_stopped", "state_stopped_end"):
             if v.get(k) != "enabled":
                 bad.append(f"{k}: {v.get(k)} (scheduling stopped with userspace)")
+    if cell == "manycg" and "load_error" not in v:
+        bad += manycg_problems(v, g.json.get(cell) or {})
+    if cell == "hotplug" and "load_error" not in v:
+        bad += hotplug_partition_problems(v, g.json.get(cell) or {})
     if cell == "hotplug" and v.get("reattached") != "1":
         bad.append(f"scx_mosaic did not reattach after a hotplug event ({v.get('cycles')} cycles)")
     if cell in ("cgroup", "cpumax") and v.get("short_starved", "0") != "0":
