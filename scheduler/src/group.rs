@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use policy::Policy;
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::DirEntryExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -98,8 +98,9 @@ pub fn scan_cgroups(parent: &Path) -> BTreeMap<u64, String> {
             continue;
         };
         for e in entries.flatten() {
-            let Ok(meta) = e.metadata() else { continue };
-            if !meta.is_dir() {
+            // the entry's type and inode come with the directory listing
+            // (kernfs fills both): no stat per file of every cgroup
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
             let path = e.path();
@@ -108,7 +109,7 @@ pub fn scan_cgroups(parent: &Path) -> BTreeMap<u64, String> {
                 .unwrap_or(&path)
                 .to_string_lossy()
                 .into_owned();
-            found.insert(meta.ino(), rel);
+            found.insert(e.ino(), rel);
             stack.push(path);
         }
     }
@@ -121,6 +122,10 @@ pub const MAX_GROUPS: usize = bpf_intf::mosaic_limits_MAX_GROUPS as usize;
 /// With more cgroups than that, they are ranked by CPU time at most this
 /// often (each ranking reads every cgroup's cpu.stat).
 const RANK_INTERVAL: Duration = Duration::from_secs(2);
+/// The cgroup tree is scanned (and ranked) at most every this many times
+/// the last scan (ranking) took: with thousands of cgroups a scan is not
+/// free, and the balancer keeps to about a tenth of a CPU for them.
+const SCAN_COST_FACTOR: u32 = 10;
 /// A repeated warning is printed at most this often.
 const WARN_INTERVAL: Duration = Duration::from_secs(60);
 /// The skipped cgroups the warning and the report name.
@@ -135,9 +140,10 @@ pub trait GroupMaps {
     fn forget(&mut self, cgid: u64);
     /// All tasks' runnable demand in each of @n partitions, ns.
     fn part_demand(&mut self, n: usize) -> Result<Vec<u64>>;
-    /// @cgid's runtime in each of @n partitions, then its demand in each
-    /// (nothing accounted yet: zeros).
-    fn group_totals(&mut self, cgid: u64, n: usize) -> Result<Vec<u64>>;
+    /// Per group BPF accounted (an entry is made when a registered group
+    /// first runs: a few of thousands, often), its runtime in each of @n
+    /// partitions, then its demand in each.
+    fn group_totals(&mut self, n: usize) -> Result<BTreeMap<u64, Vec<u64>>>;
 }
 
 /// The loaded scheduler's maps.
@@ -168,19 +174,27 @@ impl GroupMaps for SkelMaps<'_, '_> {
             .context("reading the partitions' demand")
     }
 
-    fn group_totals(&mut self, cgid: u64, n: usize) -> Result<Vec<u64>> {
-        let per_cpu = self
-            .0
-            .maps
-            .group_runtime
-            .lookup_percpu(&cgid.to_ne_bytes(), MapFlags::ANY)
-            .context("reading a group's runtime")?
-            .unwrap_or_default();
-        // struct group_runtime: ns[MAX_PARTS], then demand_ns[MAX_PARTS]
-        let words = sum_percpu_u64s(&per_cpu, 2 * MAX_PARTS);
-        let mut totals = words[..n].to_vec();
-        totals.extend_from_slice(&words[MAX_PARTS..MAX_PARTS + n]);
-        Ok(totals)
+    fn group_totals(&mut self, n: usize) -> Result<BTreeMap<u64, Vec<u64>>> {
+        let map = &self.0.maps.group_runtime;
+        let mut out = BTreeMap::new();
+        for key in map.keys() {
+            let Ok(bytes) = <[u8; 8]>::try_from(&key[..]) else {
+                continue;
+            };
+            // gone since the key was listed: nothing to read
+            let Some(per_cpu) = map
+                .lookup_percpu(&key, MapFlags::ANY)
+                .context("reading a group's runtime")?
+            else {
+                continue;
+            };
+            // struct group_runtime: ns[MAX_PARTS], then demand_ns[MAX_PARTS]
+            let words = sum_percpu_u64s(&per_cpu, 2 * MAX_PARTS);
+            let mut totals = words[..n].to_vec();
+            totals.extend_from_slice(&words[MAX_PARTS..MAX_PARTS + n]);
+            out.insert(u64::from_ne_bytes(bytes), totals);
+        }
+        Ok(out)
     }
 }
 
@@ -204,10 +218,13 @@ pub struct Balancer {
     next_tick: Instant,
     /// At most this many cgroups tracked (MAX_GROUPS; smaller in tests).
     limit: usize,
-    /// Past the limit: when the cgroups were last ranked, and each one's
-    /// own CPU time then (us).
+    /// Past the limit: when the cgroups were last ranked, how long that
+    /// took, and each one's own CPU time then (us).
     ranked: Option<Instant>,
+    rank_cost: Duration,
     own_usage: BTreeMap<u64, u64>,
+    /// The last scan of the tree: when, how long it took, what it found.
+    scanned: Option<(Instant, Duration, BTreeMap<u64, String>)>,
     /// The cgroups not tracked now (past the limit), busiest first at the
     /// last ranking, and their paths (the first SKIPPED_NAMED).
     skipped: Vec<u64>,
@@ -245,7 +262,9 @@ impl Balancer {
             next_tick: now,
             limit: MAX_GROUPS,
             ranked: None,
+            rank_cost: Duration::ZERO,
             own_usage: BTreeMap::new(),
+            scanned: None,
             skipped: Vec::new(),
             skipped_named: Vec::new(),
             pending: BTreeMap::new(),
@@ -264,7 +283,16 @@ impl Balancer {
             return;
         }
         self.next_tick = now + self.cfg.period;
-        let found = scan_cgroups(&self.cfg.parent);
+        let due = |(at, cost, _): &(Instant, Duration, _)| now >= *at + SCAN_COST_FACTOR * *cost;
+        if self.scanned.as_ref().is_none_or(due) {
+            let found = scan_cgroups(&self.cfg.parent);
+            self.scanned = Some((now, now.elapsed(), found));
+        }
+        let found = self
+            .scanned
+            .as_ref()
+            .map(|s| s.2.clone())
+            .unwrap_or_default();
         let parent = self.cfg.parent.clone();
         self.period(
             now,
@@ -301,12 +329,17 @@ impl Balancer {
                 tracked: live,
                 skipped: Vec::new(),
             }
-        } else if self.ranked.is_none_or(|t| now >= t + RANK_INTERVAL) {
+        } else if self
+            .ranked
+            .is_none_or(|t| now >= t + RANK_INTERVAL.max(SCAN_COST_FACTOR * self.rank_cost))
+        {
             self.ranked = Some(now);
+            let took = Instant::now();
             let cum: BTreeMap<u64, u64> = found
                 .iter()
                 .filter_map(|(&id, path)| usage(path).map(|u| (id, u)))
                 .collect();
+            self.rank_cost = took.elapsed();
             let own = policy::own_usage(found, &cum);
             let loads = policy::growth(&own, &self.own_usage);
             self.own_usage = own;
@@ -373,24 +406,39 @@ impl Balancer {
             }
         }
 
-        // the seed settles a group only where its effective cpuset reaches
-        for (&id, path) in &self.paths {
-            let allowed = self.allowed_partitions(path);
-            self.policy.set_allowed(id, allowed);
-        }
-
         // a failed read skips the period: the policy would take the groups
         // missing as idle
         let part = match maps.part_demand(n) {
             Ok(p) => p,
             Err(e) => return self.map_error(now, &e),
         };
-        let mut groups = BTreeMap::new();
-        for &id in self.policy.groups().keys() {
-            match maps.group_totals(id, n) {
-                Ok(totals) => groups.insert(id, totals),
-                Err(e) => return self.map_error(now, &e),
-            };
+        let mut groups = match maps.group_totals(n) {
+            Ok(g) => g,
+            Err(e) => return self.map_error(now, &e),
+        };
+        // an entry of a group no longer tracked (BPF made it as the group
+        // was dropped): freed, or the map fills up
+        groups.retain(|id, _| {
+            let tracked = self.policy.groups().contains_key(id);
+            if !tracked {
+                maps.forget(*id);
+            }
+            tracked
+        });
+
+        // the seed settles a group only where its effective cpuset reaches;
+        // only a group that ran is decided on, so only its cpuset is read
+        // (not thousands of idle groups' every period)
+        for (&id, totals) in &groups {
+            let ran = self.policy.groups()[&id]
+                .total()
+                .iter()
+                .zip(totals)
+                .any(|(before, now)| now > before);
+            if ran {
+                let allowed = self.allowed_partitions(self.path(id));
+                self.policy.set_allowed(id, allowed);
+            }
         }
         for (id, p) in self.policy.tick(now_ns, &part, &groups) {
             if let Err(e) = maps.write_pref(id, Some(p)) {
@@ -565,11 +613,17 @@ mod tests {
             v[0] = self.ran.values().sum::<u64>() * 1_000_000;
             Ok(v)
         }
-        fn group_totals(&mut self, cgid: u64, n: usize) -> Result<Vec<u64>> {
-            let mut v = vec![0; 2 * n];
-            let ns = self.ran.get(&cgid).copied().unwrap_or(0) * 1_000_000;
-            (v[0], v[n]) = (ns, ns);
-            Ok(v)
+        fn group_totals(&mut self, n: usize) -> Result<BTreeMap<u64, Vec<u64>>> {
+            // as BPF: entries only for registered groups that ran
+            let mut out = BTreeMap::new();
+            for (&id, &ms) in &self.ran {
+                if self.prefs.contains_key(&id) {
+                    let mut v = vec![0; 2 * n];
+                    (v[0], v[n]) = (ms * 1_000_000, ms * 1_000_000);
+                    out.insert(id, v);
+                }
+            }
+            Ok(out)
         }
     }
 

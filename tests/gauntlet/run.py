@@ -23,6 +23,9 @@ Checks of every cell (docs/reliability.md explains them and the bounds):
              (wait.bpf.c) <= wait_bound_us(CPUs, most runnable tasks seen in the cell, most
              tasks waiting on one CPU's own queue: cpu_queue_max); a task parked by cpu.max
              waits from when it goes back to a queue
+  manycg     over 5,000 cgroups below --gb-parent and cpu.weight on 20,000: skipped cgroups
+             counted and said, the busy one tracked, cpu.weight 300:100 within MANYCG_RATIO
+  hotplug    every reload without a CPU of --gb-partitions says so; at the end the full lists
   park       cpumax: bw_parked_max_us, the longest a task stayed parked by its cgroup's
              cpu.max, <= park_bound_us(CPUs)
 """
@@ -208,9 +211,9 @@ def manycg_problems(v, s):
         out.append(f"the balancer reported no skipped cgroups: skipped={gb.get('skipped')}")
     if v.get("skip_warned", "0") == "0":
         out.append("no warning line about the skipped cgroups")
-    busy = [x for x in gb.get("groups", []) if x.get("path") == "d0/c1"]
+    busy = [x for x in gb.get("groups", []) if x.get("path") == "d9/g549"]
     if not busy or not busy[0].get("runtime_ns"):
-        out.append("the busy cgroup d0/c1 was not tracked (or no runtime accounted)")
+        out.append("the busy cgroup d9/g549 was not tracked (or no runtime accounted)")
     ratio = float(v.get("weight_ratio", "0"))
     lo, hi = MANYCG_RATIO
     if not lo <= ratio <= hi:
