@@ -685,7 +685,8 @@ mod tests {
             fail_writes: 1,
             ..Default::default()
         };
-        let at = |ms: u64| b.start + Duration::from_millis(ms);
+        let start = b.start;
+        let at = |ms: u64| start + Duration::from_millis(ms);
         let (t0, t50, t100, t150, t200) = (at(0), at(50), at(100), at(150), at(200));
         // the first registration fails: not tracked this period, no error
         // out of the period, and registered the next
@@ -714,6 +715,15 @@ mod tests {
         b.period(t200, cgroups(&[1, 2]), |_| None, &mut maps);
         assert_eq!(maps.prefs[&1], Some(0));
         assert!(b.pending.is_empty());
+        // group 2 goes: its entries are freed; one BPF made again as it was
+        // dropped (a task of it running then) is freed at the next read
+        b.period(at(250), cgroups(&[1]), |_| None, &mut maps);
+        assert!(!maps.prefs.contains_key(&2));
+        maps.prefs.insert(2, None);
+        maps.ran.insert(2, 10);
+        b.period(at(300), cgroups(&[1]), |_| None, &mut maps);
+        assert!(!maps.prefs.contains_key(&2));
+        assert_eq!(b.policy.groups().len(), 1);
     }
 
     #[test]
