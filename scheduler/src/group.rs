@@ -126,6 +126,29 @@ const RANK_INTERVAL: Duration = Duration::from_secs(2);
 /// the last scan (ranking) took: with thousands of cgroups a scan is not
 /// free, and the balancer keeps to about a tenth of a CPU for them.
 const SCAN_COST_FACTOR: u32 = 10;
+/// Rankings are at most this far apart, whatever they cost.
+const RANK_INTERVAL_MAX: Duration = Duration::from_secs(10);
+/// The tree is scanned when the parent's count of descendants changed, and
+/// at least this often (one cgroup gone and one made keep the count).
+const RESCAN_INTERVAL: Duration = Duration::from_secs(5);
+
+/// One scan of the tree below the parent.
+struct Scan {
+    at: Instant,
+    took: Duration,
+    /// The parent's nr_descendants (cgroup.stat) before it.
+    count: Option<u64>,
+    found: BTreeMap<u64, String>,
+}
+
+/// nr_descendants of the cgroup at @dir: a cheap test of whether the tree
+/// below changed.
+fn nr_descendants(dir: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join("cgroup.stat")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("nr_descendants "))
+        .and_then(|v| v.trim().parse().ok())
+}
 /// A repeated warning is printed at most this often.
 const WARN_INTERVAL: Duration = Duration::from_secs(60);
 /// The skipped cgroups the warning and the report name.
@@ -223,8 +246,10 @@ pub struct Balancer {
     ranked: Option<Instant>,
     rank_cost: Duration,
     own_usage: BTreeMap<u64, u64>,
-    /// The last scan of the tree: when, how long it took, what it found.
-    scanned: Option<(Instant, Duration, BTreeMap<u64, String>)>,
+    /// The last scan of the tree.
+    scanned: Option<Scan>,
+    /// A registration failed: the selection is synced again next period.
+    resync: bool,
     /// The cgroups not tracked now (past the limit), busiest first at the
     /// last ranking, and their paths (the first SKIPPED_NAMED).
     skipped: Vec<u64>,
@@ -265,6 +290,7 @@ impl Balancer {
             rank_cost: Duration::ZERO,
             own_usage: BTreeMap::new(),
             scanned: None,
+            resync: false,
             skipped: Vec::new(),
             skipped_named: Vec::new(),
             pending: BTreeMap::new(),
@@ -283,23 +309,34 @@ impl Balancer {
             return;
         }
         self.next_tick = now + self.cfg.period;
-        let due = |(at, cost, _): &(Instant, Duration, _)| now >= *at + SCAN_COST_FACTOR * *cost;
-        if self.scanned.as_ref().is_none_or(due) {
+        // the tree again only if it may have changed, and not more often
+        // than ten times what a scan takes
+        let count = nr_descendants(&self.cfg.parent);
+        let fresh = self.scanned.as_ref().is_none_or(|s| {
+            now >= s.at + SCAN_COST_FACTOR * s.took
+                && (count.is_none() || count != s.count || now >= s.at + RESCAN_INTERVAL)
+        });
+        if fresh {
             let found = scan_cgroups(&self.cfg.parent);
-            self.scanned = Some((now, now.elapsed(), found));
+            self.scanned = Some(Scan {
+                at: now,
+                took: now.elapsed(),
+                count,
+                found,
+            });
         }
-        let found = self
-            .scanned
-            .as_ref()
-            .map(|s| s.2.clone())
-            .unwrap_or_default();
+        let Some(scan) = self.scanned.take() else {
+            return;
+        };
         let parent = self.cfg.parent.clone();
         self.period(
             now,
-            found,
+            &scan.found,
+            fresh,
             |path| cgroup_usage(&parent.join(path)),
             &mut SkelMaps(skel),
         );
+        self.scanned = Some(scan);
     }
 
     /// Counts a failed map access and says so (rate-limited).
@@ -309,6 +346,14 @@ impl Balancer {
         self.warn_maps.warn(now, || {
             format!("group balancer: {err:#}; retried next period ({total} map errors so far)")
         });
+    }
+
+    /// Whether the cgroups are due to be ranked again (past the limit):
+    /// every RANK_INTERVAL, or ten times what a ranking takes, up to
+    /// RANK_INTERVAL_MAX.
+    fn rank_due(&self, now: Instant) -> bool {
+        let every = (SCAN_COST_FACTOR * self.rank_cost).clamp(RANK_INTERVAL, RANK_INTERVAL_MAX);
+        self.ranked.is_none_or(|t| now >= t + every)
     }
 
     /// Which of the cgroups @found (id -> path) to track: all of them up
@@ -329,10 +374,7 @@ impl Balancer {
                 tracked: live,
                 skipped: Vec::new(),
             }
-        } else if self
-            .ranked
-            .is_none_or(|t| now >= t + RANK_INTERVAL.max(SCAN_COST_FACTOR * self.rank_cost))
-        {
+        } else if self.rank_due(now) {
             self.ranked = Some(now);
             let took = Instant::now();
             let cum: BTreeMap<u64, u64> = found
@@ -369,11 +411,13 @@ impl Balancer {
     }
 
     /// One period at @now with the cgroups @found under the parent (id ->
-    /// path below it), @usage to read a cgroup's CPU time, and @maps.
+    /// path below it; @fresh: scanned for this period, else as the last
+    /// period saw them), @usage to read a cgroup's CPU time, and @maps.
     fn period(
         &mut self,
         now: Instant,
-        mut found: BTreeMap<u64, String>,
+        found: &BTreeMap<u64, String>,
+        fresh: bool,
         usage: impl Fn(&str) -> Option<u64>,
         maps: &mut impl GroupMaps,
     ) {
@@ -381,9 +425,19 @@ impl Balancer {
         let n = self.cfg.partitions.len();
 
         // cgroups come and go at any time; past the maps' size, the
-        // busiest are tracked
-        let selected = self.select(now, &found, usage);
-        let (added, gone) = self.policy.sync(&selected, now_ns);
+        // busiest are tracked. Nothing to do if nothing changed.
+        let resync = std::mem::take(&mut self.resync);
+        let changed = fresh || resync || (found.len() > self.limit && self.rank_due(now));
+        let selected = if changed {
+            self.select(now, found, usage)
+        } else {
+            self.policy.groups().keys().copied().collect()
+        };
+        let (added, gone) = if changed {
+            self.policy.sync(&selected, now_ns)
+        } else {
+            Default::default()
+        };
         for id in gone {
             self.paths.remove(&id);
             self.pending.remove(&id);
@@ -393,10 +447,12 @@ impl Balancer {
             if let Err(e) = maps.write_pref(id, None) {
                 // not registered: tracked afresh at a later period
                 self.policy.remove(id);
+                self.resync = true;
                 self.map_error(now, &e);
                 continue;
             }
-            self.paths.insert(id, found.remove(&id).unwrap_or_default());
+            self.paths
+                .insert(id, found.get(&id).cloned().unwrap_or_default());
         }
         // decisions whose write failed, again
         for (id, part) in std::mem::take(&mut self.pending) {
@@ -654,7 +710,13 @@ mod tests {
         };
         // 6 cgroups, room for 3: g4 and g6 ran the most (cpu.stat, us)
         let usage = |p: &str| Some(if p == "g4" || p == "g6" { 5_000 } else { 10 });
-        b.period(b.start, cgroups(&[1, 2, 3, 4, 5, 6]), usage, &mut maps);
+        b.period(
+            b.start,
+            &cgroups(&[1, 2, 3, 4, 5, 6]),
+            true,
+            usage,
+            &mut maps,
+        );
         let tracked: Vec<u64> = b.policy.groups().keys().copied().collect();
         assert_eq!(tracked, [1, 4, 6]);
         assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [1, 4, 6]);
@@ -664,14 +726,14 @@ mod tests {
         assert_eq!(m.groups.len(), 3);
         // before the next ranking a new cgroup waits; a gone one frees a place
         let t1 = b.start + Duration::from_millis(100);
-        b.period(t1, cgroups(&[2, 3, 4, 5, 6, 7]), usage, &mut maps);
+        b.period(t1, &cgroups(&[2, 3, 4, 5, 6, 7]), true, usage, &mut maps);
         assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [2, 4, 6]);
         // at the next ranking the load is what ran since the last: g7 most,
         // then g2, g3 and g5 (4990 us each; g2, tracked, first), while g4
         // and g6 ran nothing since: they make room
         let t2 = b.start + RANK_INTERVAL;
         let usage = |p: &str| Some(if p == "g7" { 90_000 } else { 5_000 });
-        b.period(t2, cgroups(&[2, 3, 4, 5, 6, 7]), usage, &mut maps);
+        b.period(t2, &cgroups(&[2, 3, 4, 5, 6, 7]), true, usage, &mut maps);
         assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [2, 3, 7]);
         assert_eq!(b.metrics().skipped_groups, "g5, g4, g6");
         assert_eq!(b.metrics().map_errors, 0);
@@ -690,40 +752,77 @@ mod tests {
         let (t0, t50, t100, t150, t200) = (at(0), at(50), at(100), at(150), at(200));
         // the first registration fails: not tracked this period, no error
         // out of the period, and registered the next
-        b.period(t0, cgroups(&[1, 2]), |_| None, &mut maps);
+        b.period(t0, &cgroups(&[1, 2]), true, |_| None, &mut maps);
         assert_eq!(b.policy.groups().keys().copied().collect::<Vec<_>>(), [2]);
         assert_eq!(b.metrics().map_errors, 1);
+        // (also when no new scan came: the failure asks for a new sync)
         maps.ran.insert(1, 50);
-        b.period(t50, cgroups(&[1, 2]), |_| None, &mut maps);
+        b.period(t50, &cgroups(&[1, 2]), false, |_| None, &mut maps);
         assert_eq!(maps.prefs, BTreeMap::from([(1, None), (2, None)]));
         // a failed read skips a period: no settle on missing loads
         maps.fail_reads = 1;
         maps.ran.insert(1, 100);
-        b.period(t100, cgroups(&[1, 2]), |_| None, &mut maps);
+        b.period(t100, &cgroups(&[1, 2]), true, |_| None, &mut maps);
         assert_eq!(b.metrics().map_errors, 2);
         assert_eq!(b.policy.groups()[&1].pref(), None);
         // group 1 ran two periods in a row: it settles, but the write fails;
         // BPF does not know yet
         maps.ran.insert(1, 150);
         maps.fail_writes = 1;
-        b.period(t150, cgroups(&[1, 2]), |_| None, &mut maps);
+        b.period(t150, &cgroups(&[1, 2]), true, |_| None, &mut maps);
         assert_eq!(b.policy.groups()[&1].pref(), Some(0));
         assert_eq!(maps.prefs[&1], None);
         assert_eq!(b.metrics().map_errors, 3);
         // ... it is written the next period
         maps.ran.insert(1, 200);
-        b.period(t200, cgroups(&[1, 2]), |_| None, &mut maps);
+        b.period(t200, &cgroups(&[1, 2]), true, |_| None, &mut maps);
         assert_eq!(maps.prefs[&1], Some(0));
         assert!(b.pending.is_empty());
         // group 2 goes: its entries are freed; one BPF made again as it was
         // dropped (a task of it running then) is freed at the next read
-        b.period(at(250), cgroups(&[1]), |_| None, &mut maps);
+        b.period(at(250), &cgroups(&[1]), true, |_| None, &mut maps);
         assert!(!maps.prefs.contains_key(&2));
         maps.prefs.insert(2, None);
         maps.ran.insert(2, 10);
-        b.period(at(300), cgroups(&[1]), |_| None, &mut maps);
+        b.period(at(300), &cgroups(&[1]), true, |_| None, &mut maps);
         assert!(!maps.prefs.contains_key(&2));
         assert_eq!(b.policy.groups().len(), 1);
+    }
+
+    /// What a period costs with 5,500 cgroups, 4,096 tracked (run with
+    /// --ignored --nocapture; the policy and selection only, no I/O).
+    #[test]
+    #[ignore]
+    fn the_cost_of_a_period_with_thousands_of_cgroups() {
+        let mut b = balancer(MAX_GROUPS);
+        let mut maps = FakeMaps {
+            cap: MAX_GROUPS,
+            ..Default::default()
+        };
+        let ids: Vec<u64> = (1..=5500).collect();
+        let found = cgroups(&ids);
+        maps.ran.insert(5500, 0);
+        let t = Instant::now();
+        for i in 0..50u64 {
+            maps.ran.insert(5500, i * 100);
+            let now = b.start + Duration::from_millis(200 * i);
+            b.period(
+                now,
+                &found,
+                i % 25 == 0,
+                |p| Some(if p == "g5500" { 100 * i } else { 1 }),
+                &mut maps,
+            );
+        }
+        eprintln!("{:?} per period", t.elapsed() / 50);
+        // the policy's share
+        let totals = maps.group_totals(2).unwrap();
+        let t = Instant::now();
+        for i in 50..100u64 {
+            b.policy.tick(i * 200_000_000, &[0, 0], &totals);
+        }
+        eprintln!("{:?} per policy tick", t.elapsed() / 50);
+        assert!(b.policy.groups().contains_key(&5500));
     }
 
     #[test]
