@@ -120,11 +120,13 @@ pub fn scan_cgroups(parent: &Path) -> BTreeMap<u64, String> {
 /// group_runtime (intf.h's MAX_GROUPS).
 pub const MAX_GROUPS: usize = bpf_intf::mosaic_limits_MAX_GROUPS as usize;
 /// With more cgroups than that, they are ranked by CPU time at most this
-/// often (each ranking reads every cgroup's cpu.stat).
+/// often.
 const RANK_INTERVAL: Duration = Duration::from_secs(2);
 /// The cgroup tree is scanned (and ranked) at most every this many times
 /// the last scan (ranking) took: with thousands of cgroups a scan is not
 /// free, and the balancer keeps to about a tenth of a CPU for them.
+/// (cgroupfs cpu.stat is no way to rank thousands: each read flushes the
+/// kernel's per-CPU stats, 7 ms a read on the TCG guest, 40 s for 5,500.)
 const SCAN_COST_FACTOR: u32 = 10;
 /// Rankings are at most this far apart, whatever they cost.
 const RANK_INTERVAL_MAX: Duration = Duration::from_secs(10);
@@ -167,6 +169,8 @@ pub trait GroupMaps {
     /// first runs: a few of thousands, often), its runtime in each of @n
     /// partitions, then its demand in each.
     fn group_totals(&mut self, n: usize) -> Result<BTreeMap<u64, Vec<u64>>>;
+    /// Runtime (ns) of the cgroups not registered that ran lately.
+    fn unregistered_runtime(&mut self) -> Result<BTreeMap<u64, u64>>;
 }
 
 /// The loaded scheduler's maps.
@@ -219,15 +223,24 @@ impl GroupMaps for SkelMaps<'_, '_> {
         }
         Ok(out)
     }
-}
 
-/// A cgroup's CPU time (cpu.stat usage_usec, its descendants' included),
-/// if it can be read.
-fn cgroup_usage(dir: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("usage_usec "))
-        .and_then(|v| v.trim().parse().ok())
+    fn unregistered_runtime(&mut self) -> Result<BTreeMap<u64, u64>> {
+        let map = &self.0.maps.group_unregistered;
+        let mut out = BTreeMap::new();
+        for key in map.keys() {
+            let (Ok(id), Some(value)) = (
+                <[u8; 8]>::try_from(&key[..]),
+                map.lookup(&key, MapFlags::ANY)
+                    .context("reading an unregistered group's runtime")?,
+            ) else {
+                continue;
+            };
+            if let Ok(ns) = <[u8; 8]>::try_from(&value[..]) {
+                out.insert(u64::from_ne_bytes(id), u64::from_ne_bytes(ns));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The balancer: the policy's state across periods, and its I/O.
@@ -242,10 +255,10 @@ pub struct Balancer {
     /// At most this many cgroups tracked (MAX_GROUPS; smaller in tests).
     limit: usize,
     /// Past the limit: when the cgroups were last ranked, how long that
-    /// took, and each one's own CPU time then (us).
+    /// took, and each one's runtime then (ns).
     ranked: Option<Instant>,
     rank_cost: Duration,
-    own_usage: BTreeMap<u64, u64>,
+    runtime: BTreeMap<u64, u64>,
     /// The last scan of the tree.
     scanned: Option<Scan>,
     /// A registration failed: the selection is synced again next period.
@@ -288,7 +301,7 @@ impl Balancer {
             limit: MAX_GROUPS,
             ranked: None,
             rank_cost: Duration::ZERO,
-            own_usage: BTreeMap::new(),
+            runtime: BTreeMap::new(),
             scanned: None,
             resync: false,
             skipped: Vec::new(),
@@ -328,14 +341,7 @@ impl Balancer {
         let Some(scan) = self.scanned.take() else {
             return;
         };
-        let parent = self.cfg.parent.clone();
-        self.period(
-            now,
-            &scan.found,
-            fresh,
-            |path| cgroup_usage(&parent.join(path)),
-            &mut SkelMaps(skel),
-        );
+        self.period(now, &scan.found, fresh, &mut SkelMaps(skel));
         self.scanned = Some(scan);
     }
 
@@ -357,19 +363,20 @@ impl Balancer {
     }
 
     /// Which of the cgroups @found (id -> path) to track: all of them up
-    /// to the limit; past it the busiest, by @usage (path -> cpu.stat
-    /// usage), ranked at most every RANK_INTERVAL.
+    /// to the limit; past it the busiest, by their runtime since the last
+    /// ranking (the tracked groups' from the policy, the others' from
+    /// @maps), ranked every RANK_INTERVAL or more.
     fn select(
         &mut self,
         now: Instant,
         found: &BTreeMap<u64, String>,
-        usage: impl Fn(&str) -> Option<u64>,
+        maps: &mut impl GroupMaps,
     ) -> BTreeSet<u64> {
         let live: BTreeSet<u64> = found.keys().copied().collect();
         let tracked: BTreeSet<u64> = self.policy.groups().keys().copied().collect();
         let sel = if live.len() <= self.limit {
             self.ranked = None;
-            self.own_usage.clear();
+            self.runtime.clear();
             policy::Selection {
                 tracked: live,
                 skipped: Vec::new(),
@@ -377,15 +384,28 @@ impl Balancer {
         } else if self.rank_due(now) {
             self.ranked = Some(now);
             let took = Instant::now();
-            let cum: BTreeMap<u64, u64> = found
-                .iter()
-                .filter_map(|(&id, path)| usage(path).map(|u| (id, u)))
-                .collect();
-            self.rank_cost = took.elapsed();
-            let own = policy::own_usage(found, &cum);
-            let loads = policy::growth(&own, &self.own_usage);
-            self.own_usage = own;
-            policy::select_largest(&loads, &tracked, self.limit)
+            match maps.unregistered_runtime() {
+                Ok(others) => {
+                    let cum: BTreeMap<u64, u64> = found
+                        .keys()
+                        .map(|id| {
+                            let ns = match self.policy.groups().get(id) {
+                                Some(g) => g.total().iter().sum(),
+                                None => others.get(id).copied().unwrap_or(0),
+                            };
+                            (*id, ns)
+                        })
+                        .collect();
+                    self.rank_cost = took.elapsed();
+                    let loads = policy::growth(&cum, &self.runtime);
+                    self.runtime = cum;
+                    policy::select_largest(&loads, &tracked, self.limit)
+                }
+                Err(e) => {
+                    self.map_error(now, &e);
+                    policy::keep_and_fill(&live, &tracked, self.limit)
+                }
+            }
         } else {
             policy::keep_and_fill(&live, &tracked, self.limit)
         };
@@ -412,13 +432,12 @@ impl Balancer {
 
     /// One period at @now with the cgroups @found under the parent (id ->
     /// path below it; @fresh: scanned for this period, else as the last
-    /// period saw them), @usage to read a cgroup's CPU time, and @maps.
+    /// period saw them) and @maps.
     fn period(
         &mut self,
         now: Instant,
         found: &BTreeMap<u64, String>,
         fresh: bool,
-        usage: impl Fn(&str) -> Option<u64>,
         maps: &mut impl GroupMaps,
     ) {
         let now_ns = now.duration_since(self.start).as_nanos() as u64;
@@ -429,7 +448,7 @@ impl Balancer {
         let resync = std::mem::take(&mut self.resync);
         let changed = fresh || resync || (found.len() > self.limit && self.rank_due(now));
         let selected = if changed {
-            self.select(now, found, usage)
+            self.select(now, found, maps)
         } else {
             self.policy.groups().keys().copied().collect()
         };
@@ -681,6 +700,13 @@ mod tests {
             }
             Ok(out)
         }
+        fn unregistered_runtime(&mut self) -> Result<BTreeMap<u64, u64>> {
+            let ran = self
+                .ran
+                .iter()
+                .filter(|(id, _)| !self.prefs.contains_key(id));
+            Ok(ran.map(|(&id, &ms)| (id, ms * 1_000_000)).collect())
+        }
     }
 
     fn balancer(limit: usize) -> Balancer {
@@ -708,15 +734,10 @@ mod tests {
             cap: 3,
             ..Default::default()
         };
-        // 6 cgroups, room for 3: g4 and g6 ran the most (cpu.stat, us)
-        let usage = |p: &str| Some(if p == "g4" || p == "g6" { 5_000 } else { 10 });
-        b.period(
-            b.start,
-            &cgroups(&[1, 2, 3, 4, 5, 6]),
-            true,
-            usage,
-            &mut maps,
-        );
+        // 6 cgroups, room for 3: g4 and g6 ran (BPF's note of the groups it
+        // does not account in full, ms here)
+        maps.ran = BTreeMap::from([(4, 5), (6, 5)]);
+        b.period(b.start, &cgroups(&[1, 2, 3, 4, 5, 6]), true, &mut maps);
         let tracked: Vec<u64> = b.policy.groups().keys().copied().collect();
         assert_eq!(tracked, [1, 4, 6]);
         assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [1, 4, 6]);
@@ -726,16 +747,23 @@ mod tests {
         assert_eq!(m.groups.len(), 3);
         // before the next ranking a new cgroup waits; a gone one frees a place
         let t1 = b.start + Duration::from_millis(100);
-        b.period(t1, &cgroups(&[2, 3, 4, 5, 6, 7]), true, usage, &mut maps);
+        b.period(t1, &cgroups(&[2, 3, 4, 5, 6, 7]), true, &mut maps);
         assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [2, 4, 6]);
-        // at the next ranking the load is what ran since the last: g7 most,
-        // then g2, g3 and g5 (4990 us each; g2, tracked, first), while g4
-        // and g6 ran nothing since: they make room
+        // g2 (tracked: the policy's account) runs 5 ms, g3 (not: BPF's
+        // note) 3 ms, g7 90 ms; g4 and g6 nothing more
+        maps.ran.extend([(2, 5), (3, 3), (7, 90)]);
+        b.period(
+            t1 + Duration::from_millis(100),
+            &cgroups(&[2, 3, 4, 5, 6, 7]),
+            false,
+            &mut maps,
+        );
+        // at the next ranking the load is what ran since the last: g7, g2
+        // and g3 are tracked; g4 and g6 (tracked, first) and g5 skipped
         let t2 = b.start + RANK_INTERVAL;
-        let usage = |p: &str| Some(if p == "g7" { 90_000 } else { 5_000 });
-        b.period(t2, &cgroups(&[2, 3, 4, 5, 6, 7]), true, usage, &mut maps);
+        b.period(t2, &cgroups(&[2, 3, 4, 5, 6, 7]), false, &mut maps);
         assert_eq!(maps.prefs.keys().copied().collect::<Vec<_>>(), [2, 3, 7]);
-        assert_eq!(b.metrics().skipped_groups, "g5, g4, g6");
+        assert_eq!(b.metrics().skipped_groups, "g4, g6, g5");
         assert_eq!(b.metrics().map_errors, 0);
     }
 
@@ -752,39 +780,39 @@ mod tests {
         let (t0, t50, t100, t150, t200) = (at(0), at(50), at(100), at(150), at(200));
         // the first registration fails: not tracked this period, no error
         // out of the period, and registered the next
-        b.period(t0, &cgroups(&[1, 2]), true, |_| None, &mut maps);
+        b.period(t0, &cgroups(&[1, 2]), true, &mut maps);
         assert_eq!(b.policy.groups().keys().copied().collect::<Vec<_>>(), [2]);
         assert_eq!(b.metrics().map_errors, 1);
         // (also when no new scan came: the failure asks for a new sync)
         maps.ran.insert(1, 50);
-        b.period(t50, &cgroups(&[1, 2]), false, |_| None, &mut maps);
+        b.period(t50, &cgroups(&[1, 2]), false, &mut maps);
         assert_eq!(maps.prefs, BTreeMap::from([(1, None), (2, None)]));
         // a failed read skips a period: no settle on missing loads
         maps.fail_reads = 1;
         maps.ran.insert(1, 100);
-        b.period(t100, &cgroups(&[1, 2]), true, |_| None, &mut maps);
+        b.period(t100, &cgroups(&[1, 2]), true, &mut maps);
         assert_eq!(b.metrics().map_errors, 2);
         assert_eq!(b.policy.groups()[&1].pref(), None);
         // group 1 ran two periods in a row: it settles, but the write fails;
         // BPF does not know yet
         maps.ran.insert(1, 150);
         maps.fail_writes = 1;
-        b.period(t150, &cgroups(&[1, 2]), true, |_| None, &mut maps);
+        b.period(t150, &cgroups(&[1, 2]), true, &mut maps);
         assert_eq!(b.policy.groups()[&1].pref(), Some(0));
         assert_eq!(maps.prefs[&1], None);
         assert_eq!(b.metrics().map_errors, 3);
         // ... it is written the next period
         maps.ran.insert(1, 200);
-        b.period(t200, &cgroups(&[1, 2]), true, |_| None, &mut maps);
+        b.period(t200, &cgroups(&[1, 2]), true, &mut maps);
         assert_eq!(maps.prefs[&1], Some(0));
         assert!(b.pending.is_empty());
         // group 2 goes: its entries are freed; one BPF made again as it was
         // dropped (a task of it running then) is freed at the next read
-        b.period(at(250), &cgroups(&[1]), true, |_| None, &mut maps);
+        b.period(at(250), &cgroups(&[1]), true, &mut maps);
         assert!(!maps.prefs.contains_key(&2));
         maps.prefs.insert(2, None);
         maps.ran.insert(2, 10);
-        b.period(at(300), &cgroups(&[1]), true, |_| None, &mut maps);
+        b.period(at(300), &cgroups(&[1]), true, &mut maps);
         assert!(!maps.prefs.contains_key(&2));
         assert_eq!(b.policy.groups().len(), 1);
     }
@@ -806,13 +834,7 @@ mod tests {
         for i in 0..50u64 {
             maps.ran.insert(5500, i * 100);
             let now = b.start + Duration::from_millis(200 * i);
-            b.period(
-                now,
-                &found,
-                i % 25 == 0,
-                |p| Some(if p == "g5500" { 100 * i } else { 1 }),
-                &mut maps,
-            );
+            b.period(now, &found, i % 25 == 0, &mut maps);
         }
         eprintln!("{:?} per period", t.elapsed() / 50);
         // the policy's share

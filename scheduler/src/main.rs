@@ -483,7 +483,16 @@ fn run(opts: &Opts) -> Result<i32> {
     };
     let (exit, balancer) = loop {
         let plan = &totals.plan;
-        let gb = group_config(opts, plan)?;
+        let gb = match group_config(opts, plan) {
+            Ok(gb) => gb,
+            // after a restart (the --gb-parent cgroup removed meanwhile):
+            // loaded without the balancer rather than not at all
+            Err(e) if totals.restarts > 0 => {
+                eprintln!("scx_mosaic: no group balancer for this load: {e:#}");
+                None
+            }
+            Err(e) => return Err(e),
+        };
         print_banner(opts, plan);
         println!(
             "{}",

@@ -56,7 +56,7 @@ mod partitions;
 mod settle;
 mod state;
 
-pub use limit::{growth, keep_and_fill, own_usage, select_largest, Selection};
+pub use limit::{growth, keep_and_fill, select_largest, Selection};
 pub use partitions::{capacities, cpu_parts, parse_partitions, pref_value};
 pub use settle::{decide, Decision};
 pub use state::{Group, Policy, PREDICT_HALF_LIFE_NS, SETTLE_PERIOD_MAX_NS};

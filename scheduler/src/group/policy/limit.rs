@@ -2,9 +2,11 @@
 //!
 //! group_prefs and group_runtime (group.bpf.c) hold MAX_GROUPS cgroups each.
 //! A container host may have more below --gb-parent; then the balancer
-//! tracks the busiest (their own CPU time, from cgroupfs cpu.stat, over the
-//! last ranking interval) and skips the rest, which BPF neither accounts nor
-//! binds: their tasks run as any task outside the balanced tree does.
+//! tracks the busiest (their runtime over the last ranking interval: the
+//! tracked groups' from their full account, the others' from BPF's note of
+//! the unregistered cgroups that ran lately) and skips the rest, which BPF
+//! neither accounts nor binds: their tasks run as any task outside the
+//! balanced tree does.
 //! Between two rankings a group keeps its place; cgroups that appear take
 //! the places free.
 
@@ -60,32 +62,8 @@ pub fn keep_and_fill(live: &BTreeSet<u64>, tracked: &BTreeSet<u64>, limit: usize
     }
 }
 
-/// Each cgroup's own CPU time (cumulative), from @usage (cgroup id -> its
-/// cpu.stat usage, which includes its descendants') and @paths (id -> path
-/// below the parent, '/'-separated): its usage less its children's. A
-/// cgroup whose usage is unknown counts as 0.
-pub fn own_usage(paths: &BTreeMap<u64, String>, usage: &BTreeMap<u64, u64>) -> BTreeMap<u64, u64> {
-    let by_path: BTreeMap<&str, u64> = paths.iter().map(|(&id, p)| (p.as_str(), id)).collect();
-    let mut own: BTreeMap<u64, u64> = paths
-        .keys()
-        .map(|id| (*id, usage.get(id).copied().unwrap_or(0)))
-        .collect();
-    for (&id, path) in paths {
-        let Some((parent, _)) = path.rsplit_once('/') else {
-            continue; // a child of --gb-parent itself
-        };
-        if let Some(pid) = by_path.get(parent) {
-            let child = usage.get(&id).copied().unwrap_or(0);
-            if let Some(p) = own.get_mut(pid) {
-                *p = p.saturating_sub(child);
-            }
-        }
-    }
-    own
-}
-
-/// Loads over a ranking interval: the growth of each cgroup's own usage
-/// from @before to @now (a cgroup new since then: all of its usage).
+/// Loads over a ranking interval: the growth of each cgroup's runtime
+/// from @before to @now (a cgroup new since then: all of it).
 pub fn growth(now: &BTreeMap<u64, u64>, before: &BTreeMap<u64, u64>) -> BTreeMap<u64, u64> {
     now.iter()
         .map(|(&id, &u)| (id, u.saturating_sub(before.get(&id).copied().unwrap_or(0))))
@@ -135,25 +113,13 @@ mod tests {
     }
 
     #[test]
-    fn a_cgroups_own_usage_leaves_out_its_childrens() {
-        let paths = BTreeMap::from([
-            (1, "a".to_string()),
-            (2, "a/x".to_string()),
-            (3, "a/y".to_string()),
-            (4, "b".to_string()),
-            (5, "a/x/deep".to_string()),
-        ]);
-        // a's usage includes x's and y's; x's includes deep's
-        let usage = BTreeMap::from([(1, 1000), (2, 700), (3, 200), (4, 50), (5, 600)]);
-        let own = own_usage(&paths, &usage);
+    fn the_load_is_the_runtime_since_the_last_ranking() {
+        let now = BTreeMap::from([(1, 1000), (2, 700), (3, 200)]);
+        let before = BTreeMap::from([(1, 400), (2, 900)]);
+        // 2's runtime fell (its account moved between BPF maps): none
         assert_eq!(
-            own,
-            BTreeMap::from([(1, 100), (2, 100), (3, 200), (4, 50), (5, 600)])
-        );
-        let before = BTreeMap::from([(1, 40), (2, 100), (5, 500)]);
-        assert_eq!(
-            growth(&own, &before),
-            BTreeMap::from([(1, 60), (2, 0), (3, 200), (4, 50), (5, 100)])
+            growth(&now, &before),
+            BTreeMap::from([(1, 600), (2, 0), (3, 200)])
         );
     }
 }
