@@ -14,6 +14,7 @@ pub mod stats;
 pub mod stats_server;
 pub mod topology;
 pub mod tunables;
+pub mod warn;
 
 pub use opts::Opts;
 

@@ -156,7 +156,6 @@ fn retry(skel: &BpfSkel, cgid: u64, quota: u64, period: u64, burst: u64) -> Retr
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

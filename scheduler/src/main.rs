@@ -8,6 +8,7 @@ use scx_mosaic::output::escape;
 use scx_mosaic::stats::{self, BpfMetrics, Counters, ExitMetrics, Flag, Metrics};
 use scx_mosaic::topology::Topology;
 use scx_mosaic::tunables::{CopyToGlobal, LoadPlan, Tunables};
+use scx_mosaic::warn::RateLimited;
 use scx_mosaic::{
     bpf_intf, bpf_skel, config, cpulist, errln, group, limits, outln, output, stats_server, Opts,
 };
@@ -191,16 +192,25 @@ impl<'a> Scheduler<'a> {
         server: Option<&stats_server::Server>,
         mut balancer: Option<&mut group::Balancer>,
     ) -> Result<LoadEnd> {
+        // nothing read or written while loaded unloads it: a stats snapshot
+        // that fails is said (rate-limited) and skipped, the asker gets no
+        // answer; the balancer says and retries its own
+        let mut snapshot_errors = RateLimited::new(Duration::from_secs(60));
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             let tick = Duration::from_millis(50);
             match server {
                 Some(server) => {
-                    server.serve(tick, || self.snapshot(totals, balancer.as_deref()))?
+                    if let Err(e) =
+                        server.serve(tick, || self.snapshot(totals, balancer.as_deref()))
+                    {
+                        snapshot_errors
+                            .warn(Instant::now(), || format!("stats snapshot skipped: {e:#}"));
+                    }
                 }
                 None => std::thread::sleep(tick),
             }
             if let Some(b) = balancer.as_deref_mut() {
-                b.tick(&self.skel)?;
+                b.tick(&self.skel);
             }
             let skel = &self.skel;
             self.missed_limits.check(skel, || {
@@ -218,7 +228,10 @@ impl<'a> Scheduler<'a> {
         // scheduler (ops.cgroup_exit) as it detaches.
         let bandwidth = self.bandwidth();
         let exit = self.detach();
-        let counters = Counters::read(&self.skel, self.nr_shards)?;
+        let counters = Counters::read(&self.skel, self.nr_shards).unwrap_or_else(|e| {
+            errln!("scx_mosaic: this load's counters are lost: {e:#}");
+            Counters::default()
+        });
         let costs = stats::bpf_prog_costs(&self.skel);
         Ok(LoadEnd {
             exit,
@@ -443,9 +456,19 @@ fn group_config(opts: &Opts, plan: &LoadPlan) -> Result<Option<group::GroupConfi
 }
 
 /// Reads the topology and derives the load's settings from it (tunables.rs).
-fn load_plan(opts: &Opts) -> Result<LoadPlan> {
+/// At the first load a CPU list naming an offline CPU is an error (bad
+/// input); at a @restart after hotplug its offline CPUs are left out of this
+/// load, in one line that says which.
+fn load_plan(opts: &Opts, restart: bool) -> Result<LoadPlan> {
     let topo = Topology::from_sysfs().context("reading the CPU topology")?;
-    LoadPlan::new(opts, topo)
+    if !restart {
+        return LoadPlan::new(opts, topo);
+    }
+    let (plan, cut) = LoadPlan::restart(opts, topo)?;
+    if let Some(line) = cut {
+        errln!("scx_mosaic: {line}");
+    }
+    Ok(plan)
 }
 
 fn run(opts: &Opts) -> Result<i32> {
@@ -472,12 +495,21 @@ fn run(opts: &Opts) -> Result<i32> {
         restarts: 0,
         counters: Counters::default(),
         costs: Vec::new(),
-        plan: load_plan(opts)?,
+        plan: load_plan(opts, false)?,
         bandwidth: Vec::new(),
     };
     let (exit, balancer) = loop {
         let plan = &totals.plan;
-        let gb = group_config(opts, plan)?;
+        let gb = match group_config(opts, plan) {
+            Ok(gb) => gb,
+            // after a restart (the --gb-parent cgroup removed meanwhile):
+            // loaded without the balancer rather than not at all
+            Err(e) if totals.restarts > 0 => {
+                errln!("scx_mosaic: no group balancer for this load: {e:#}");
+                None
+            }
+            Err(e) => return Err(e),
+        };
         print_banner(opts, plan);
         outln!(
             "{}",
@@ -517,7 +549,7 @@ fn run(opts: &Opts) -> Result<i32> {
                 escape(&exit.msg)
             );
             // after hotplug the CPU set differs
-            totals.plan = load_plan(opts)?;
+            totals.plan = load_plan(opts, true)?;
             continue;
         }
         break (exit, balancer);

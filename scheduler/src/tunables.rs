@@ -190,6 +190,133 @@ impl LoadPlan {
     }
 }
 
+/// A load after a CPU hotplug restart: the options' CPU lists keep what is
+/// online (see LoadPlan::restart).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnlineLists {
+    /// --cpu-capacity without the offline CPUs (None: not given, or none
+    /// of its CPUs online).
+    pub cpu_capacity: Option<String>,
+    /// --gb-partitions as CPU lists without the offline CPUs and the
+    /// partitions left empty (None: not given, or a topology name).
+    pub gb_partitions: Option<String>,
+    /// No partition has an online CPU: no group balancer for this load.
+    pub no_partition_left: bool,
+    /// The CPUs named but offline, ascending.
+    pub dropped: Vec<usize>,
+}
+
+/// Cuts the CPU lists of --cpu-capacity and --gb-partitions (explicit
+/// lists, not llc/l2/node) of @opts to the online CPUs of @topo. Text that
+/// does not parse is kept as it is, for LoadPlan::new to refuse.
+pub fn online_lists(opts: &Opts, topo: &Topology) -> OnlineLists {
+    let mut dropped = std::collections::BTreeSet::new();
+    let mut keep_online = |cpus: Vec<usize>| -> Vec<usize> {
+        let (on, off): (Vec<usize>, Vec<usize>) =
+            cpus.into_iter().partition(|&c| topo.cpu(c).is_some());
+        dropped.extend(off);
+        on
+    };
+    let cpu_capacity = opts.cpu_capacity.as_deref().map(|spec| {
+        let mut entries = Vec::new();
+        for entry in spec.split(',') {
+            let parsed = entry
+                .split_once(':')
+                .and_then(|(range, cap)| Some((crate::cpulist::parse(range).ok()?, cap)));
+            match parsed {
+                Some((cpus, cap)) if !range_is_blank(entry) => {
+                    let cpus = keep_online(cpus);
+                    // one entry per range: ',' separates the entries
+                    let list = crate::cpulist::format(&cpus);
+                    for range in list.split(',').filter(|r| !r.is_empty()) {
+                        entries.push(format!("{range}:{}", cap.trim()));
+                    }
+                }
+                _ => entries.push(entry.to_string()),
+            }
+        }
+        entries.join(",")
+    });
+    let mut no_partition_left = false;
+    let gb_partitions = opts.gb_partitions.as_deref().map(|spec| {
+        if matches!(spec.trim(), "llc" | "l2" | "node") {
+            return spec.to_string();
+        }
+        let mut lists: Vec<&str> = spec.split(';').collect();
+        if lists.len() > 1 && lists.last().is_some_and(|l| l.trim().is_empty()) {
+            lists.pop();
+        }
+        let mut parts = Vec::new();
+        for text in lists {
+            match crate::cpulist::parse(text) {
+                Ok(cpus) if !cpus.is_empty() => {
+                    let cpus = keep_online(cpus);
+                    if !cpus.is_empty() {
+                        parts.push(crate::cpulist::format(&cpus));
+                    }
+                }
+                // bad or empty as given: LoadPlan::new says so
+                _ => return spec.to_string(),
+            }
+        }
+        no_partition_left = parts.is_empty();
+        parts.join(";")
+    });
+    OnlineLists {
+        cpu_capacity: cpu_capacity.filter(|s| !s.is_empty()),
+        gb_partitions,
+        no_partition_left,
+        dropped: dropped.into_iter().collect(),
+    }
+}
+
+/// Whether the CPU range of a --cpu-capacity entry is blank (an error).
+fn range_is_blank(entry: &str) -> bool {
+    entry
+        .split_once(':')
+        .is_some_and(|(r, _)| r.trim().is_empty())
+}
+
+impl LoadPlan {
+    /// The plan of a load after the kernel's restart request (CPU
+    /// hotplug): as new(), but the CPUs of --cpu-capacity and
+    /// --gb-partitions that are offline now are left out for this load
+    /// (the full lists stay in @opts: the next restart, with the CPUs back,
+    /// uses them again), and a partition left empty is dropped; with none
+    /// left the group balancer is off for this load. Returns the plan and,
+    /// if something was left out, one line that says what.
+    pub fn restart(opts: &Opts, topo: Topology) -> Result<(Self, Option<String>)> {
+        let lists = online_lists(opts, &topo);
+        if lists.dropped.is_empty() {
+            return Ok((Self::new(opts, topo)?, None));
+        }
+        let mut cut = opts.clone();
+        cut.cpu_capacity = lists.cpu_capacity.clone();
+        cut.gb_partitions = lists.gb_partitions.clone();
+        let mut what = Vec::new();
+        if opts.cpu_capacity != cut.cpu_capacity {
+            what.push("--cpu-capacity");
+        }
+        if opts.gb_partitions != cut.gb_partitions {
+            what.push("--gb-partitions");
+        }
+        let mut line = format!(
+            "CPU {} offline: left out of {} until it returns",
+            crate::cpulist::format(&lists.dropped),
+            what.join(" and ")
+        );
+        if lists.no_partition_left {
+            cut.gb_parent = None;
+            cut.gb_partitions = None;
+            cut.no_group_balancer = false;
+            line += "; no partition has an online CPU: no group balancer meanwhile";
+        } else if let Some(spec) = &cut.gb_partitions {
+            line += &format!(" (partitions {spec:?})");
+        }
+        Ok((Self::new(&cut, topo)?, Some(line)))
+    }
+}
+
 /// Refuses machines with more CPUs, L2 groups or LLCs than the BPF side holds.
 fn check_limits(topo: &Topology) -> Result<()> {
     for (what, n, max) in [
@@ -436,6 +563,83 @@ mod tests {
     fn plan(args: &[&str]) -> Result<LoadPlan> {
         let opts = Opts::try_parse_from(std::iter::once("scx_mosaic").chain(args.iter().copied()))?;
         LoadPlan::new(&opts, topo())
+    }
+
+    /// topo() with CPUs @offline offline.
+    fn topo_without(offline: &str) -> Topology {
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(dir.path(), 16, 8, true, 1);
+        let off = crate::cpulist::parse(offline).unwrap();
+        let on: Vec<usize> = (0..16).filter(|c| !off.contains(c)).collect();
+        let online = dir.path().join("devices/system/cpu/online");
+        std::fs::write(online, crate::cpulist::format(&on) + "\n").unwrap();
+        Topology::from_root(dir.path()).unwrap()
+    }
+
+    fn restart(args: &[&str], offline: &str) -> Result<(LoadPlan, Option<String>)> {
+        let opts = Opts::try_parse_from(std::iter::once("scx_mosaic").chain(args.iter().copied()))?;
+        LoadPlan::restart(&opts, topo_without(offline))
+    }
+
+    #[test]
+    fn a_restart_leaves_offline_cpus_out_of_the_cpu_lists() {
+        let args = [
+            "--gb-parent=x",
+            "--gb-partitions=0-3;4-7;8-15",
+            "--cpu-capacity=0-7:1024,8-15:446",
+        ];
+        // at the first load an offline CPU is bad input
+        let opts = Opts::try_parse_from(std::iter::once("scx_mosaic").chain(args)).unwrap();
+        let err = LoadPlan::new(&opts, topo_without("5")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("CPU 5 is not an online CPU"),
+            "{err:#}"
+        );
+        // after a restart it is left out, and said so
+        let (p, line) = restart(&args, "5").unwrap();
+        assert_eq!(
+            p.partitions.unwrap(),
+            [vec![0, 1, 2, 3], vec![4, 6, 7], (8..16).collect()]
+        );
+        assert_eq!(
+            line.unwrap(),
+            "CPU 5 offline: left out of --cpu-capacity and --gb-partitions until it returns \
+             (partitions \"0-3;4,6-7;8-15\")"
+        );
+        assert_eq!(p.topo.cpu(9).unwrap().capacity, 446);
+        assert_eq!(p.topo.cpu(6).unwrap().capacity, 1024);
+        // a partition left empty is dropped
+        let (p, line) = restart(&args, "4-7").unwrap();
+        assert_eq!(p.partitions.unwrap().len(), 2);
+        assert!(line.unwrap().starts_with("CPU 4-7 offline"));
+        // all offline but the ones no list names: no balancer this load
+        let (p, line) = restart(&["--gb-parent=x", "--gb-partitions=2-3"], "2-3").unwrap();
+        assert!(p.partitions.is_none() && !p.tunables.group_balancer);
+        assert!(line.unwrap().ends_with("no group balancer meanwhile"));
+        // nothing offline: the plan new() makes, nothing said
+        let (p, line) = restart(&args, "").unwrap();
+        assert_eq!(line, None);
+        assert_eq!(p.partitions.unwrap()[1], [4, 5, 6, 7]);
+        // topology names and bad input are not touched
+        let (p, line) = restart(&["--gb-parent=x", "--gb-partitions=llc"], "5").unwrap();
+        assert_eq!((p.partitions.unwrap().len(), line), (2, None));
+        let err = restart(&["--gb-parent=x", "--gb-partitions=0-3;;4-7"], "5").unwrap_err();
+        assert!(format!("{err:#}").contains("is empty"), "{err:#}");
+        let err = restart(&["--cpu-capacity=0-3:2000"], "1").unwrap_err();
+        assert!(format!("{err:#}").contains("capacity must be"), "{err:#}");
+    }
+
+    #[test]
+    fn the_lists_are_cut_per_load_not_for_good() {
+        // the options keep the full lists: a CPU back online is used again
+        let opts =
+            Opts::try_parse_from(["scx_mosaic", "--gb-parent=x", "--gb-partitions=0-7;8-15"])
+                .unwrap();
+        let (p, _) = LoadPlan::restart(&opts, topo_without("9")).unwrap();
+        assert_eq!(p.partitions.unwrap()[1].len(), 7);
+        assert_eq!(opts.gb_partitions.as_deref(), Some("0-7;8-15"));
+        let (p, line) = LoadPlan::restart(&opts, topo_without("")).unwrap();
+        assert_eq!((p.partitions.unwrap()[1].len(), line), (8, None));
     }
 
     #[test]

@@ -23,6 +23,9 @@ Checks of every cell (docs/reliability.md explains them and the bounds):
              (wait.bpf.c) <= wait_bound_us(CPUs, most runnable tasks seen in the cell, most
              tasks waiting on one CPU's own queue: cpu_queue_max); a task parked by cpu.max
              waits from when it goes back to a queue
+  manycg     over 5,000 cgroups below --gb-parent and cpu.weight on 20,000: skipped cgroups
+             counted and said, the busy one tracked, cpu.weight 300:100 within MANYCG_RATIO
+  hotplug    every reload without a CPU of --gb-partitions says so; at the end the full lists
   park       cpumax: bw_parked_max_us, the longest a task stayed parked by its cgroup's
              cpu.max, <= park_bound_us(CPUs)
 """
@@ -53,7 +56,7 @@ DEFAULT_KERNEL = "7.3.4+deb13-cloud-amd64"
 OLD_KERNELS = ["6.19.14+deb13-cloud-amd64", "7.0.13+deb13-cloud-amd64"]
 TOPOS = ["1llc", "2llc-smt", "2node", "4llc", "1cpu", "16cpu"]
 STRESSORS = ["affinity", "fork", "threads", "nice", "cgroup", "cpumax", "manylimits", "hotplug",
-             "sigstop", "sigkill", "pinned"]
+             "sigstop", "sigkill", "pinned", "manycg"]
 # The older kernels run a representative subset: the two ways out of a load (hotplug restart,
 # SIGKILL), the cgroup path and the stress-ng churn, on a 2-LLC SMT and a 4-LLC machine.
 OLD_TOPOS = ["2llc-smt", "4llc"]
@@ -107,6 +110,13 @@ def park_bound_us(ncpus):
     return CPUMAX_PERIOD_MAX_US + ncpus * TCG_KICK_PERIOD_US
 
 
+# The manycg cell: the two busy cgroups' CPU time must split as their cpu.weight (300:100)
+# within this band (TCG is noisy); it makes 20,000 cgroups, which takes this much longer than a
+# cell's window, in a guest with this much memory.
+MANYCG_RATIO = (2.25, 4.0)
+MANYCG_EXTRA_S = 300
+MANYCG_MEM_MB = 3072
+
 DISABLE_BOUND_MS = 10_000
 BAD_RE = re.compile(r"BUG|WARNING|Oops|Call Trace|sched_ext:.*(error|stall)|rcu.*stall"
                     r"|blocked for more than")
@@ -139,7 +149,13 @@ def boot_row(kernel, topo, stressors, secs, log_dir, mosaic_flags="", env=None):
     # manylimits makes and removes a thousand cgroups and hogs
     per_cell = secs * 4 + 60 + (60 if topo == "16cpu" else 0)
     timeout = 180 + per_cell * len(stressors) + (300 if "manylimits" in stressors else 0)
+    mem = []
+    if "manycg" in stressors:
+        # making and removing 20,000 cgroups (MANYCG_EXTRA_S), and their memory
+        timeout += MANYCG_EXTRA_S
+        mem = ["--mem", str(MANYCG_MEM_MB)]
     args = [str(REPO / "vm/run"), "--topo", topo, "--kernel", kernel, "--timeout", str(timeout),
+            *mem,
             "--add", f"{spin_binary()}:/usr/bin/spin",
             "--keep-log", str(log_dir / f"{kernel}-{topo}.console.log")]
     if (kdir / "image-only").exists():
@@ -231,6 +247,52 @@ def manylimits_problems(v, s):
         out.append(f"tasks left on park queues: {parked} parked, {back} came back")
     if v.get("cgroups_left") != "0":
         out.append(f"{v.get('cgroups_left')} cgroups left")
+    return out
+
+
+def manycg_problems(v, s):
+    """What is wrong with the manycg cell: the tree must have been made (over 5,000 cgroups
+    below the balancer's parent, cpu.weight on 20,000), the balancer must have said and counted
+    what it skipped and still tracked the busy group, and cpu.weight must have held."""
+    out = []
+    if int(v.get("cgroups_gb", 0)) <= 5000 or int(v.get("weights_set", 0)) < 20000:
+        out.append(f"tree not made: {v.get('cgroups_gb')} cgroups below the parent, "
+                   f"cpu.weight set on {v.get('weights_set')}")
+    gb = s.get("group_balancer", {})
+    if not gb.get("skipped"):
+        out.append(f"the balancer reported no skipped cgroups: skipped={gb.get('skipped')}")
+    if v.get("skip_warned", "0") == "0":
+        out.append("no warning line about the skipped cgroups")
+    busy = [x for x in gb.get("groups", []) if x.get("path") == "d9/g549"]
+    if not busy or not busy[0].get("runtime_ns"):
+        out.append("the busy cgroup d9/g549 was not tracked (or no runtime accounted)")
+    ratio = float(v.get("weight_ratio", "0"))
+    lo, hi = MANYCG_RATIO
+    if not lo <= ratio <= hi:
+        out.append(f"cpu.weight 300:100 gave CPU time {ratio}:1 ({v.get('usage_w300_us')} / "
+                   f"{v.get('usage_w100_us')} us), outside {lo}-{hi}")
+    return out
+
+
+def hotplug_partition_problems(v, s):
+    """What is wrong with the hotplug cell's group balancer partitions: every reload without a
+    CPU of --gb-partitions must have said so, and after the last one (every CPU back) the
+    partitions must be the full lists again."""
+    out = []
+    want = v.get("partitions")
+    if want is None:
+        return out
+    if int(v.get("cut", 0)) < int(v.get("cycles", 0)):
+        out.append(f"{v.get('cut')} reloads said they left a CPU out of --gb-partitions, "
+                   f"{v.get('cycles')} CPUs went offline")
+    parts = [[int(c) for c in p] for p in s.get("group_balancer", {}).get("partitions", [])]
+
+    def cpus(text):
+        lo, _, hi = text.partition("-")
+        return list(range(int(lo), int(hi or lo) + 1))
+    full = [cpus(p) for p in want.split(";")]
+    if parts != full:
+        out.append(f"partitions at the end {parts}, expected the full lists {full}")
     return out
 
 
@@ -329,6 +391,10 @@ def judge(g, cell):
         for k in ("state_stopped", "state_stopped_end"):
             if v.get(k) != "enabled":
                 bad.append(f"{k}: {v.get(k)} (scheduling stopped with userspace)")
+    if cell == "manycg" and "load_error" not in v:
+        bad += manycg_problems(v, g.json.get(cell) or {})
+    if cell == "hotplug" and "load_error" not in v:
+        bad += hotplug_partition_problems(v, g.json.get(cell) or {})
     if cell == "hotplug" and v.get("reattached") != "1":
         bad.append(f"scx_mosaic did not reattach after a hotplug event ({v.get('cycles')} cycles)")
     if cell in ("cgroup", "cpumax") and v.get("short_starved", "0") != "0":

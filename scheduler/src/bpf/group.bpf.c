@@ -61,6 +61,21 @@ struct {
 	__uint(max_entries, MAX_GROUPS);
 } group_runtime SEC(".maps");
 
+/*
+ * Runtime of cgroups userspace did not register, ns, for the ones that ran
+ * lately (LRU): with more cgroups under --gb-parent than group_prefs holds,
+ * userspace tracks the busiest, and learns here which of the others run.
+ * Tasks outside --gb-parent are noted too (they share the LRU).
+ */
+#define GROUP_UNREGISTERED_MAX 1024
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, u64);
+	__type(value, u64);
+	__uint(max_entries, GROUP_UNREGISTERED_MAX);
+} group_unregistered SEC(".maps");
+
 /* Runtime of all tasks in each partition, ns. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -158,6 +173,24 @@ static __always_inline void group_running(struct task_struct *p,
 		*slot = part;
 }
 
+/* Note that unregistered cgroup @cgid ran @ran ns (group_unregistered). */
+static __always_inline void group_note_unregistered(u64 cgid, u64 ran)
+{
+	u64 zero = 0, *ns;
+
+	if (!ran)
+		return;
+	ns = bpf_map_lookup_elem(&group_unregistered, &cgid);
+	if (!ns) {
+		bpf_map_update_elem(&group_unregistered, &cgid, &zero,
+				    BPF_NOEXIST);
+		ns = bpf_map_lookup_elem(&group_unregistered, &cgid);
+		if (!ns)
+			return;
+	}
+	__sync_fetch_and_add(ns, ran);
+}
+
 /*
  * Account to @cpu's partition and to the group of @p (context @tctx) that it
  * ran @ran ns there and, before that, waited @waited ns to run there; the
@@ -185,9 +218,11 @@ static __always_inline void group_account(struct task_struct *p,
 		return;
 	rt = bpf_map_lookup_elem(&group_runtime, &tctx->cgid);
 	if (!rt) {
-		/* only cgroups userspace registered are accounted */
-		if (!bpf_map_lookup_elem(&group_prefs, &tctx->cgid))
+		/* only cgroups userspace registered are accounted in full */
+		if (!bpf_map_lookup_elem(&group_prefs, &tctx->cgid)) {
+			group_note_unregistered(tctx->cgid, ran);
 			return;
+		}
 		bpf_map_update_elem(&group_runtime, &tctx->cgid,
 				    &group_runtime_zero, BPF_NOEXIST);
 		rt = bpf_map_lookup_elem(&group_runtime, &tctx->cgid);

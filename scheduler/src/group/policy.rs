@@ -45,13 +45,18 @@
 //! - `state`: the state across periods (`Policy`, and `Group` per cgroup):
 //!   windowed loads, predicted loads, settle periods and the round robin.
 //!
+//! - `limit`: more cgroups than the BPF maps hold: which are tracked (the
+//!   busiest) and which skipped.
+//!
 //! Each keeps its tests next to it; what they and group.rs's tests share is
 //! in `tests` here.
 
+mod limit;
 mod partitions;
 mod settle;
 mod state;
 
+pub use limit::{growth, keep_and_fill, select_largest, Selection};
 pub use partitions::{capacities, cpu_parts, parse_partitions, pref_value};
 pub use settle::{decide, Decision};
 pub use state::{Group, Policy, PREDICT_HALF_LIFE_NS, SETTLE_PERIOD_MAX_NS};

@@ -332,6 +332,18 @@ pub struct GroupBalancerMetrics {
     pub period_ms: u64,
     #[stat(desc = "the balanced cgroups")]
     pub groups: Vec<GroupMetrics>,
+    #[stat(desc = "most cgroups it tracks (its BPF maps' size); past it, the busiest")]
+    #[serde(default)]
+    pub max_groups: u64,
+    #[stat(desc = "cgroups below the parent not balanced now: more than max_groups")]
+    #[serde(default)]
+    pub skipped: u64,
+    #[stat(desc = "some of the skipped cgroups, busiest first (paths below the parent)")]
+    #[serde(default)]
+    pub skipped_groups: String,
+    #[stat(desc = "BPF map reads and writes that failed (each retried the next period)")]
+    #[serde(default)]
+    pub map_errors: u64,
 }
 
 impl GroupBalancerMetrics {

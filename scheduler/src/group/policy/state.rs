@@ -249,6 +249,13 @@ impl Policy {
         true
     }
 
+    /// Stops tracking cgroup @cgid (e.g. BPF could not register it: it is
+    /// added again, afresh, at a later sync); false if it was not tracked.
+    pub fn remove(&mut self, cgid: u64) -> bool {
+        // the round robin's cursor may name a gone id: it resumes after it
+        self.groups.remove(&cgid).is_some()
+    }
+
     /// Makes the tracked groups those of @live (cgroups come and go at any
     /// time): the ids added, then the ids dropped, both ascending.
     pub fn sync(&mut self, live: &BTreeSet<u64>, now: u64) -> (Vec<u64>, Vec<u64>) {
