@@ -41,8 +41,8 @@ ml_drop() {
 # usage_usec of every cgroup below the parent, one "path usec" line each, into file $1.
 ml_usage() { awk '/^usage_usec/ { print FILENAME, $2 }' $CG/c[0-9]*/cpu.stat >"$1"; }
 
-# The probe's "run_delay_ns runs" from its schedstat.
-ml_probe() { awk '{ print $2, $3 }' /proc/$PROBE/schedstat; }
+# The probe's "run_delay_ns runs" from its threads' schedstat.
+ml_probe() { cat /proc/$PROBE/task/*/schedstat | awk '{ d += $2; n += $3 } END { print d, n }'; }
 
 # One window named $1: CPU time of each cgroup against its quota, the probe's waits.
 ml_window() {
@@ -71,8 +71,8 @@ ml_window() {
     r ${1}_probe_runs $(($5 - $3))
 }
 
-# the probe: a root-cgroup shell that wakes every 10 ms
-sh -c 'while :; do sleep 0.01; done' &
+# the probe: a root-cgroup thread that wakes every 10 ms (spin: no forks, one task to follow)
+spin -t 1 -z 10000 -s 100000 >/dev/null 2>&1 &
 PROBE=$!
 # the cell's own shell (setup, churn, the cpu.stat reads) at nice -20: its reads time the
 # windows, and must not wait behind the hogs as the probe may
