@@ -169,8 +169,9 @@ pub(crate) mod tests {
     }
 
     /// Metrics' u64 fields that are not counters of intf.h.
-    const NOT_COUNTERS: [&str; 6] = [
+    const NOT_COUNTERS: [&str; 7] = [
         "restarts",
+        "bw_limits_missed",
         "shard_size",
         "wait_p50_us",
         "wait_p99_us",

@@ -283,6 +283,42 @@ mod tests {
     }
 
     #[test]
+    fn a_host_of_limits_shows_a_summary_and_the_longest_throttled_few() {
+        let (topo, layout) = two_llcs();
+        let c = distinct_counters();
+        let prev = Metrics::new(&c, &topo, &layout);
+        let mut now = prev.clone();
+        now.bw_limits_missed = 2;
+        now.cgroup_bandwidth = (0..40u64)
+            .map(|i| BandwidthMetrics {
+                path: format!("c{i}"),
+                cgroup_id: i,
+                quota_us: 1000,
+                period_us: 100000,
+                throttles: 1,
+                throttled_ns: i * 1_000_000,
+                throttled: Flag(i % 2 == 0),
+                ..Default::default()
+            })
+            .collect();
+        let lines = now.interval_lines(&prev, 1.0);
+        let bw: Vec<_> = lines
+            .iter()
+            .filter(|l| l.starts_with("mosaic cpu.max"))
+            .collect();
+        assert_eq!(bw.len(), 1 + CPU_MAX_LINES, "{bw:?}");
+        assert_eq!(
+            bw[0],
+            "mosaic cpu.max | 40 limits, 20 throttled now, 2 NOT enforced"
+        );
+        assert!(bw[1].starts_with("mosaic cpu.max | c39 "), "{}", bw[1]);
+        assert!(
+            bw[CPU_MAX_LINES].starts_with("mosaic cpu.max | c35 "),
+            "{bw:?}"
+        );
+    }
+
+    #[test]
     fn live_lines_escape_task_names_and_cgroup_paths() {
         let (topo, layout) = two_llcs();
         let c = distinct_counters();
@@ -304,8 +340,12 @@ mod tests {
         assert!(lines[0].ends_with("(x\\x1b[2J\\r[7])"), "{}", lines[0]);
         let n = lines.len();
         assert_eq!(
-            lines[n - 2],
+            lines[n - 3],
             "mosaic group   | a\\nmosaic fake -> - excl 0.00 settles 0"
+        );
+        assert_eq!(
+            lines[n - 2],
+            "mosaic cpu.max | 1 limits, 0 throttled now, 0 NOT enforced"
         );
         assert!(
             lines[n - 1].starts_with("mosaic cpu.max | b\\x1b]0;t\\x07 "),
