@@ -21,8 +21,7 @@ def row(topo):
         stressors = dict(gauntlet.QUICK)[topo]
         log_dir = gauntlet.REPO / "target/gauntlet/quick"
         log_dir.mkdir(parents=True, exist_ok=True)
-        [r] = gauntlet.run_matrix([(gauntlet.DEFAULT_KERNEL, topo, stressors)], 10, log_dir,
-                                  env=gauntlet.QUICK_ENV)
+        [r] = gauntlet.run_matrix([(gauntlet.DEFAULT_KERNEL, topo, stressors)], 10, log_dir)
         _rows[topo] = {c["cell"]: c for c in r["cells"]}
     return _rows[topo]
 
@@ -38,8 +37,6 @@ def test_gauntlet_cell(topo, cell):
         assert isinstance(c["wait_bound_us"], int), c
     if cell == "cpumax":
         assert isinstance(c["parked_max_us"], int) and c["parked_max_us"] > 0, c
-    if cell == "manylimits":
-        print(f"{topo} manylimits: {c.get('manylimits')} (TCG, noisy)")
     print(f"{topo} {cell}: wait_max_us {c['wait_max_us']} (bound {c.get('wait_bound_us')}), "
           f"parked_max_us {c.get('parked_max_us', '-')} (bound {c.get('park_bound_us', '-')}), "
           f"idle_waiting_max_us {c['idle_wait_us']} (TCG, noisy)")
