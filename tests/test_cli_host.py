@@ -13,8 +13,7 @@ from vmtest import BIN
 
 @pytest.fixture(autouse=True)
 def binary():
-    if not BIN.exists():
-        pytest.skip("no target/release/scx_mosaic: run `make build` first")
+    assert BIN.exists(), "no target/release/scx_mosaic: run `make build` first"
 
 
 def test_a_closed_stdout_ends_printing_quietly():
@@ -33,8 +32,8 @@ def test_a_closed_stdout_ends_printing_quietly():
 
 
 def test_monitor_says_it_needs_root():
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to run as another user")
+    assert os.geteuid() == 0 and shutil.which("setpriv"), \
+        "needs root and setpriv (util-linux) to run as another user"
     p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         str(BIN), "--monitor", "1"], capture_output=True, text=True,
                        timeout=30)

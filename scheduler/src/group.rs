@@ -819,11 +819,11 @@ mod tests {
         assert_eq!(b.policy.groups().len(), 1);
     }
 
-    /// What a period costs with 5,500 cgroups, 4,096 tracked (run with
-    /// --ignored --nocapture; the policy and selection only, no I/O).
+    /// 5,500 cgroups, 4,096 tracked: the busy one made last is tracked; what a
+    /// period costs is printed (--nocapture; the policy and selection only, no
+    /// I/O), not asserted: timings belong in benchmarks.
     #[test]
-    #[ignore]
-    fn the_cost_of_a_period_with_thousands_of_cgroups() {
+    fn a_busy_group_among_thousands_is_tracked() {
         let mut b = balancer(MAX_GROUPS);
         let mut maps = FakeMaps {
             cap: MAX_GROUPS,

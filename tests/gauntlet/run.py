@@ -195,7 +195,7 @@ def cpumax_problems(v, s):
         out.append(f"tasks left on park queues: {parked} parked, {back} came back "
                    f"({s.get('bw_park_left')} of them by a cgroup move or affinity change)")
     if s.get("bw_untracked", 0):
-        out.append(f"{s['bw_untracked']} limits not enforced (slots exhausted)")
+        out.append(f"{s['bw_untracked']} limits not enforced (no slot or park queue)")
     made, removed = int(v.get("cgroups_made", 0)), int(v.get("cgroups_removed", -1))
     if made < 3 or made != removed:
         out.append(f"cgroups made {made}, removed {removed}")

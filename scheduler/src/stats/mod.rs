@@ -23,7 +23,7 @@ pub use metrics::{
     all_meta, BandwidthMetrics, BpfMetrics, CpuIds, ExitMetrics, Flag, GroupBalancerMetrics,
     GroupMetrics, LlcMetrics, MaybeIndex, Metrics, ProgMetrics,
 };
-pub use read::{bandwidth_limits, bpf_prog_costs, bw_slots, sum_percpu, BwSlot};
+pub use read::{bandwidth_limits, bpf_prog_costs, sum_percpu};
 pub use report::{add_costs, ProgCosts};
 pub use show::help_text;
 
