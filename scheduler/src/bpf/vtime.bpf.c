@@ -265,15 +265,39 @@ static __always_inline u64 task_requeue_lag(struct task_struct *p,
 }
 
 /*
- * Vtime at which @p is queued in the LLC of @cpu (on @cpu's own queue if it
- * is in a pinned crowd, see queue_clock()): its own, rebased to that LLC, and
- * not behind the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was
- * runnable all along (it earned that lag by running less than its share); ahead
- * of it by at most a slice plus what its last run cost it, and at most
+ * The floor of a woken task queued on @dsq (0: none) at @clock: the clock,
+ * or, if the clock was forced past that queue's head (clock_rate_update()),
+ * the head's vtime plus what @p's last run cost it. Behind the clock, it
+ * queues after the head, but not after every task the forced clock passed:
+ * those are late, and a task of large share (a root-cgroup task beside
+ * hundreds of busy cgroups) waited for all of them, 0.6 s a wakeup at 200
+ * cgroups. Each queued task still becomes the head and then goes before
+ * every later waker, and a waker's own vtime still grows by what it runs.
+ */
+static __always_inline u64 woken_floor(struct task_struct *p,
+				       struct task_ctx *tctx, u64 dsq,
+				       u64 clock)
+{
+	struct task_struct *head;
+	u64 at;
+
+	if (!dsq || !(head = __COMPAT_scx_bpf_dsq_peek(dsq)))
+		return clock;
+	at = head->scx.dsq_vtime + (tctx ? tctx->last_charge : slice_ns);
+	return time_before(at, clock) ? at : clock;
+}
+
+/*
+ * Vtime at which @p is queued on @dsq (0: not a queue the LLC's clock
+ * orders) in the LLC of @cpu (on @cpu's own queue if it is in a pinned
+ * crowd, see queue_clock()): its own, rebased to that LLC, and not behind the
+ * clock if it wakes up (woken_floor()), at most REQUEUE_LAG_SLICES if it was
+ * runnable all along (it earned that lag by running less than its share);
+ * ahead of it by at most a slice plus what its last run cost it, and at most
  * llc_max_lead().
  */
 static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
-					    u64 enq_flags)
+					    u64 enq_flags, u64 dsq)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 	u32 llc = llc_of(cpu);
@@ -285,7 +309,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 	/* never more than the (task's) lag behind the LLC's clock itself */
 	floor = queue_keeps_lag(p, enq_flags)
 			? *llc_vtime(llc) - task_requeue_lag(p, tctx, max_lag)
-			: clock;
+			: woken_floor(p, tctx, dsq, clock);
 	lead = llc_max_lead(llc);
 	if (tctx) {
 		if (tctx->last_charge + slice_ns < lead)
