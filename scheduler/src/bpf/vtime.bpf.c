@@ -16,9 +16,8 @@
  * compare-and-swap. A queued task's vtime is kept in a window around it:
  * - not behind it at all if the task wakes up: a sleeper keeps no credit, so
  *   it cannot monopolise the LLC, and the brief runs of woken tasks move the
- *   clock (with a slice of credit they entered behind it, ran, and left it
- *   where it was, while a task queued just ahead waited behind an endless
- *   stream of them: the watchdog's own kworker, 2 s, in hackbench runs);
+ *   clock (with credit they would enter behind it and leave it where it was,
+ *   and a task queued just ahead would wait behind an endless stream of them);
  *   at most REQUEUE_LAG_SLICES of real time behind (in vtime at the rate
  *   the LLC's load gives its clock if shares hold, at least 1 ns per ns:
  *   see vtime_note_llc_load()), or for a task heavier than nice 0 as many
@@ -43,9 +42,8 @@
  * queued, if it is behind (by at most the requeue lag). Their vtimes climb
  * at their share of one CPU, while the LLC's clock moves with the whole
  * LLC, or crawls when none of its queued starts is ahead of it: against the
- * LLC's clock a woken pinned task queued behind every pinned task that kept
- * its lag, until they had climbed it (24 spinners pinned to one vCPU: the
- * probe's main thread, woken there, waited 8.3 to 16 s).
+ * LLC's clock a woken pinned task would queue behind every pinned task that
+ * kept its lag, for seconds, until they had climbed it.
  * A task that crosses LLCs (stolen, or woken elsewhere) keeps its distance
  * to its old LLC's clock. sched_yield() charges the yielder a slice, so the
  * tasks within a slice of it run first. Runtime is measured from
@@ -57,13 +55,8 @@
  * SCHED_IDLE and nice -20 (1 : 8668) make fair waits of many seconds. The
  * lead bound turns a small share into "runs less often" only while the wait
  * stays under wait_target_ns (an eighth of the watchdog timeout, at most
- * 500 ms); every task that waits less keeps its exact share. Measured on
- * 4- to 16-CPU guests (TCG, noisy): under stress-ng with nice 19, SCHED_IDLE
- * and sched_yield loops the longest wait went from 7-24 s to 1.0-2.0 s; under
- * hackbench -g 4 -l 200 with SCX_TIMEOUT_MS=2000 (2llc-smt, 4llc, 16cpu, 3
- * runs each) from 1.3-4.9 s to 0.2-0.8 s, no ejection in 9, as scx_p2dq; on
- * 4llc with the host's cores also running 4 busy loops, a lead of at least a
- * slice was ejected in 3 of 3 runs, the forced clock rate in 0 of 3 (p2dq 0).
+ * 500 ms); every task that waits less keeps its exact share (the gauntlet
+ * and make watchdog hold it to that: docs/reliability.md).
  * One clock per LLC, not one global: it is written whenever a queued task
  * starts, and a single global line would bounce between every CPU of the
  * machine. Tasks compared against each other (in one shard, or across the
