@@ -101,11 +101,19 @@ pub fn parse_sched_args(args: &[String]) -> Result<Opts> {
     Opts::from_arg_matches(&matches).map_err(|e| anyhow::anyhow!("--sched-arg: {}", first_line(&e)))
 }
 
-/// The first line of a clap error, without its "error: ".
-fn first_line(e: &clap::Error) -> String {
+/// A clap error's message on one line (its first paragraph, without
+/// "error: ", the usage and tips that follow).
+pub(crate) fn first_line(e: &clap::Error) -> String {
     let text = e.to_string();
-    let line = text.lines().next().unwrap_or("bad arguments");
-    line.trim_start_matches("error: ").to_string()
+    let para: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    match para.join(" ").trim_start_matches("error: ") {
+        "" => "bad arguments".to_string(),
+        s => s.to_string(),
+    }
 }
 
 /// Address and sizes of the tunable @name, made writable.

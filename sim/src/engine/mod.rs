@@ -84,7 +84,8 @@ pub struct Engine {
     enqueue_matched: u64,
     custody_dequeued: u64,
     pub violations: Vec<String>,
-    trace: Vec<(usize, usize, u64, u64)>,
+    /// --trace's recorder (trace.rs)
+    tracer: Option<Box<crate::trace::Tracer>>,
     group_llc_ns: BTreeMap<usize, Vec<u64>>,
     wakeups_remote_lock: u64,
     wakeups_queued: u64,
@@ -150,7 +151,7 @@ impl Engine {
             enqueue_matched: 0,
             custody_dequeued: 0,
             violations: Vec::new(),
-            trace: Vec::new(),
+            tracer: cfg.trace.map(|l| Box::new(crate::trace::Tracer::new(l, n))),
             group_llc_ns: BTreeMap::new(),
             wakeups_remote_lock: 0,
             wakeups_queued: 0,
@@ -266,6 +267,13 @@ impl Engine {
     pub fn task_cgroup(&self, t: usize) -> *mut ffi::cgroup {
         self.cgroups[self.tasks[t].spec.cgroup]
     }
+
+    /// The trace of the run (--trace), its slices under way ended now.
+    pub fn take_trace(&mut self) -> Option<Box<crate::trace::Tracer>> {
+        let mut tr = self.tracer.take()?;
+        tr.finish(self.now);
+        Some(tr)
+    }
 }
 
 #[cfg(test)]
@@ -315,8 +323,7 @@ pub(crate) mod tests {
             hz: 1000,
             costs: Costs::default(),
             max_ns: 1_000_000_000,
-            trace: false,
-            trace_limit: 0,
+            trace: None,
             watchdog_ns: 30_000_000_000,
             idle_bound_ns: 20_000_000,
             ops_flags_or: 0,
