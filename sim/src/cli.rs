@@ -94,8 +94,8 @@ pub struct RunArgs {
     pub trace: Option<PathBuf>,
     /// Cap on the trace's events; past it they are dropped (and counted).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_EVENTS,
-          value_parser = clap::value_parser!(usize))]
-    pub trace_max_events: usize,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub trace_max_events: u64,
     /// Record only simulated time FROM..TO, in ms (e.g. 0:20; TO may be
     /// empty: to the end).
     #[arg(long, value_name = "FROM:TO", value_parser = parse_window)]
@@ -186,7 +186,7 @@ fn run(a: &RunArgs) -> Result<i32> {
         costs,
         max_ns: (a.max_time * 1e9) as u64,
         trace: a.trace.as_ref().map(|_| TraceLimits {
-            max_events: a.trace_max_events,
+            max_events: a.trace_max_events as usize,
             from_ns,
             until_ns,
         }),

@@ -42,7 +42,7 @@ pub struct TraceLimits {
 }
 
 /// The default cap on recorded events (about 100 bytes of JSON each).
-pub const DEFAULT_MAX_EVENTS: usize = 1_000_000;
+pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000;
 
 /// The callback a counter diff came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
