@@ -24,9 +24,11 @@ group in its own).
 chrome://tracing open: a track per CPU with a slice per task run (its args
 name the select_cpu/enqueue/dispatch path that placed it), a track per task
 with its waits, wakeup and migration instants, and a run-queue counter.
-Its size is bounded: at most --trace-max-events events (about 100 bytes of
-JSON each; the rest are dropped and counted in otherData), and only those
-inside --trace-window.
+Its size is bounded: at most --trace-max-events events, 200 to 300 bytes
+of JSON each (the default, 400000, is about 100 MB; later events are dropped
+and counted in otherData), and only those inside --trace-window. A 192-CPU
+hackbench records about 6 events per simulated microsecond: use a window of
+tens of ms.
 
 Examples:
   mosaic-sim --machine 2llc-smt --workload hackbench:groups=2,loops=50

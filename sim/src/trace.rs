@@ -41,8 +41,9 @@ pub struct TraceLimits {
     pub until_ns: u64,
 }
 
-/// The default cap on recorded events (about 100 bytes of JSON each).
-pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000;
+/// The default cap on recorded events (200 to 300 bytes of JSON each:
+/// about 100 MB at most).
+pub const DEFAULT_MAX_EVENTS: u64 = 400_000;
 
 /// The callback a counter diff came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -397,11 +398,10 @@ impl Tracer {
                 } => {
                     let how = placed_by(select, enqueue, dispatch);
                     format!(
-                        "{{\"ph\":\"X\",\"pid\":{CPUS_PID},\"tid\":{cpu},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":{},\"args\":{{\"task\":{t},\"placed_by\":{},\"select_cpu\":{},\"enqueue\":{},\"dispatch\":{},\"waited_us\":{},\"from_cpu\":{}}}}}",
+                        "{{\"ph\":\"X\",\"pid\":{CPUS_PID},\"tid\":{cpu},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"run\",\"args\":{{\"task\":{t},\"placed_by\":{},\"select_cpu\":{},\"enqueue\":{},\"dispatch\":{},\"waited_us\":{},\"from_cpu\":{}}}}}",
                         us(start),
                         us(end - start),
                         q(&task_label(names, t)),
-                        q(&how),
                         q(&how),
                         stat_list(select),
                         stat_list(enqueue),

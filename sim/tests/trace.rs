@@ -95,10 +95,11 @@ fn the_trace_is_well_formed_and_agrees_with_the_run() {
     assert_eq!(named, (0..nr_cpus).collect());
 
     // task slices: complete, on an existing CPU, never two at once on one CPU
-    let slices: Vec<&Value> = events(&trace, "X", None)
-        .into_iter()
-        .filter(|e| e["pid"] == 1)
-        .collect();
+    let slices = events(&trace, "X", Some("run"));
+    assert!(
+        slices.iter().all(|s| s["pid"] == 1),
+        "a run slice off the CPU tracks"
+    );
     assert!(slices.len() > 100, "only {} slices", slices.len());
     let mut per_cpu: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
     for e in events(&trace, "X", None) {
@@ -245,4 +246,23 @@ fn bad_trace_options_are_refused_on_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{bad:?}: {err}");
         assert!(err.contains("--trace"), "{bad:?}: {err}");
     }
+}
+
+#[test]
+fn tracing_leaves_the_simulation_unchanged() {
+    let args = [
+        "--machine",
+        "2node",
+        "--workload",
+        "rr:clients=8,loops=50",
+        "--seed",
+        "3",
+    ];
+    let (traced_run, _) = traced("same", &args, &[]);
+    let json = scratch("untraced.json");
+    let mut all = args.to_vec();
+    all.extend(["--json", json.to_str().unwrap()]);
+    assert!(sim(&all).status.success());
+    let plain: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(plain, traced_run, "--trace changed the run");
 }
