@@ -6,7 +6,8 @@
 //!   "X" slice per stretch a task ran there, named after the task (so a task
 //!   keeps one colour), its `args` saying how it got there;
 //! - process "Tasks": one track per task, an "X" slice per wait (runnable,
-//!   not running) named after what queued it;
+//!   not running) named after what queued it, and per run ("on CPU n": a
+//!   task's migrations read along its own track);
 //! - instants: `wake T` on the waker's CPU at each wakeup, `migrate T` on
 //!   the new CPU each time a task starts away from where it last ran;
 //! - counters, each millisecond: tasks waiting and CPUs idle.
@@ -397,6 +398,12 @@ impl Tracer {
                     from,
                 } => {
                     let how = placed_by(select, enqueue, dispatch);
+                    // the same run on the task's own track, named after its CPU
+                    line(w, format!(
+                        "{{\"ph\":\"X\",\"pid\":{TASKS_PID},\"tid\":{t},\"ts\":{},\"dur\":{},\"name\":\"on CPU {cpu}\",\"cat\":\"task_run\",\"args\":{{\"cpu\":{cpu}}}}}",
+                        us(start),
+                        us(end - start),
+                    ))?;
                     format!(
                         "{{\"ph\":\"X\",\"pid\":{CPUS_PID},\"tid\":{cpu},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"run\",\"args\":{{\"task\":{t},\"placed_by\":{},\"select_cpu\":{},\"enqueue\":{},\"dispatch\":{},\"waited_us\":{},\"from_cpu\":{}}}}}",
                         us(start),

@@ -172,6 +172,29 @@ fn the_trace_is_well_formed_and_agrees_with_the_run() {
             "{c}: more slices than counts"
         );
     }
+    // a task's track: its runs (one per CPU slice) and waits, never two at once
+    let task_runs = events(&trace, "X", Some("task_run"));
+    assert_eq!(task_runs.len(), slices.len());
+    let mut per_task: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for e in task_runs.iter().chain(&events(&trace, "X", Some("wait"))) {
+        assert_eq!(e["pid"], 2, "a task event off the task tracks: {e}");
+        let start = ns(&e["ts"]);
+        per_task
+            .entry(e["tid"].as_u64().unwrap())
+            .or_default()
+            .push((start, start + ns(&e["dur"])));
+    }
+    for (t, v) in per_task.iter_mut() {
+        v.sort();
+        for w in v.windows(2) {
+            assert!(
+                w[1].0 >= w[0].1,
+                "task {t}: {:?} and {:?} overlap",
+                w[0],
+                w[1]
+            );
+        }
+    }
     // every wait ends where a slice of its task starts
     let starts: BTreeSet<(u64, u64)> = slices
         .iter()
@@ -199,9 +222,10 @@ fn the_trace_is_bounded_by_its_cap_and_window() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["ph"] != "M")
+        .filter(|e| e["ph"] != "M" && e["cat"] != "task_run")
         .count();
-    assert_eq!(recorded, 50);
+    assert_eq!(recorded, 50, "events past the cap of 50");
+    assert_eq!(capped["otherData"]["recorded_events"], 50);
     assert_eq!(capped["otherData"]["truncated"], true);
     assert!(capped["otherData"]["dropped_events"].as_u64().unwrap() > 0);
 

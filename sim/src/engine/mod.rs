@@ -5,7 +5,7 @@
 //! `locks` (lock wait accounting), `idle` (idle masks, idle CPU picking),
 //! `kernel` (the rules: wakeup, enqueue, schedule, pick_next, preemption),
 //! `run` (loading the scheduler, the event loop), `checks` (invariants),
-//! `outcome` (result JSON and trace), `ops` (the scheduler's callbacks) and
+//! `outcome` (result JSON), `ops` (the scheduler's callbacks) and
 //! `context` (how the kfuncs reach the engine). This file holds the engine
 //! itself and the small services the kfuncs ask of it.
 //!
@@ -15,6 +15,11 @@
 //! Borrowing: callbacks into the scheduler re-enter the engine through the
 //! kfuncs, so the engine is lent to them for each call into C
 //! (`Engine::lend`, context.rs); engine code passes `&mut Engine` explicitly.
+//!
+//! Tracing (--trace, trace.rs): `tracer` is None unless asked for; when set,
+//! it is fed where a task starts and leaves a CPU (kernel.rs: pick_next,
+//! stop_curr), at each wakeup (wake), each periodic check, and around the
+//! callbacks that place tasks (context.rs: Engine::call).
 use crate::ffi::{self, task_struct};
 use crate::machine::Machine;
 use crate::maps::Maps;
