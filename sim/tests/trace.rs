@@ -86,6 +86,24 @@ fn the_trace_is_well_formed_and_agrees_with_the_run() {
     let nr_cpus = run["nr_cpus"].as_u64().unwrap();
     assert_eq!(trace["otherData"]["truncated"], false);
 
+    // the trace-event format: known phases, integer pid/tid, a time on all
+    // but metadata, instants scoped to their thread, counters with numbers
+    for e in trace["traceEvents"].as_array().unwrap() {
+        let ph = e["ph"].as_str().expect("ph");
+        assert!(["X", "i", "C", "M"].contains(&ph), "phase {ph}");
+        assert!(e["pid"].is_u64() && e["tid"].is_u64(), "pid/tid: {e}");
+        assert!(e["name"].is_string(), "name: {e}");
+        match ph {
+            "M" => assert!(e["args"]["name"].is_string() || e["args"]["sort_index"].is_u64()),
+            "i" => assert_eq!(e["s"], "t"),
+            "C" => assert!(e["args"].as_object().unwrap().values().all(Value::is_u64)),
+            _ => {}
+        }
+        if ph != "M" {
+            ns(&e["ts"]);
+        }
+    }
+
     // every CPU is a named track
     let named: BTreeSet<u64> = events(&trace, "M", None)
         .iter()
