@@ -265,7 +265,10 @@ pub fn main() -> i32 {
             return 0;
         }
         Err(e) => {
-            eprintln!("mosaic-sim: {} (mosaic-sim --help)", sched::first_line(&e));
+            eprintln!(
+                "mosaic-sim: {} (mosaic-sim --help)",
+                sched::clap_error_line(&e)
+            );
             return 2;
         }
     };
