@@ -241,6 +241,15 @@ impl Maps {
             .collect()
     }
 
+    /// Per-CPU array @name's u64 values on @cpu (None: no such map).
+    pub fn percpu_row(&self, name: &str, cpu: usize) -> Option<&[u64]> {
+        let m = self.by_addr.values().find(|m| m.name == name)?;
+        if m.kind != BPF_MAP_TYPE_PERCPU_ARRAY || m.words != 1 {
+            return None;
+        }
+        m.array.get(cpu * m.max_entries..(cpu + 1) * m.max_entries)
+    }
+
     /// Every per-CPU array of 8-byte values, summed over CPUs.
     pub fn all_percpu_sums(&self) -> Vec<(String, Vec<u64>)> {
         let mut out: Vec<(String, Vec<u64>)> = Vec::new();

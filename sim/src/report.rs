@@ -381,24 +381,8 @@ fn gain(m: Metric, off: f64, on: f64) -> f64 {
     }
 }
 
-pub fn main(args: &[String]) -> Result<()> {
-    let mut out = PathBuf::from("docs/sim-report.md");
-    let mut vm_counters = PathBuf::from("docs/sim-vm-counters.json");
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--out" => {
-                i += 1;
-                out = args.get(i).context("--out needs a path")?.into();
-            }
-            "--vm-counters" => {
-                i += 1;
-                vm_counters = args.get(i).context("--vm-counters needs a path")?.into();
-            }
-            a => bail!("unknown report option {a:?}"),
-        }
-        i += 1;
-    }
+pub fn main(args: &crate::cli::ReportArgs) -> Result<()> {
+    let (out, vm_counters) = (args.out.clone(), args.vm_counters.clone());
     let exe = std::env::current_exe()?;
     let dir = tempfile_dir()?;
     let mut md = String::new();
