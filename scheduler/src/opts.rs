@@ -45,8 +45,10 @@ pub struct Opts {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=512))]
     pub shard_size: Option<u32>,
 
-    /// Queue every task on its CPU's own queue; idle CPUs pull from no other
-    /// (seed 000's NO_SHARED_RUNQ baseline).
+    /// Queue every task on its CPU's own queue; a CPU about to idle pulls
+    /// from the busiest queue of its LLC, then of the machine, when its
+    /// average idle time exceeds the migration cost (seed 000's
+    /// NO_SHARED_RUNQ baseline, the kernel's newidle balance).
     #[arg(long)]
     pub no_shared_runq: bool,
 

@@ -3,11 +3,9 @@
 //!
 //! Read from a sysfs root so that tests can hand in a fake tree.
 //!
-//! Why not scx_utils::Topology (1.1.4, read for this): Mosaic needs the CPUs
-//! that share an L2 (seed 001's wakeup domain), which it reads from
-//! cache/index2/shared_cpu_list; scx_utils records a core's `cluster_id`
-//! instead, which matches L2 sharing on some machines and not on others, and
-//! reads no cache sharing lists. Its sysfs root is one process-wide prefix
+//! Why not scx_utils::Topology (1.1.4, read for this): it does read the
+//! cache sharing lists (a core's `l2_id` comes from index2/shared_cpu_list,
+//! as Mosaic's L2 groups do), but its sysfs root is one process-wide prefix
 //! (an environment variable read once), where the tests here hand each call a
 //! tree of their own; and mosaic-sim builds 8- to 384-CPU machines, some with
 //! L2 clusters and mixed capacities, from data, which scx_utils' synthetic

@@ -65,7 +65,10 @@ g_stop() {
     wait $MOSAIC_PID
     r mosaic_rc $?
     r state_after "$(cat $SCX/state)"
-    grep -v '^mosaic ' $MOSAIC_LOG | tail -n 5 | sed "s/^/[$CELL scx_mosaic] /"
+    # the last lines; after an ejection, the kernel's dump of what was runnable where
+    local lines=5
+    grep -q 'ejected by the kernel' $MOSAIC_LOG && lines=400
+    grep -v '^mosaic ' $MOSAIC_LOG | tail -n $lines | sed "s/^/[$CELL scx_mosaic] /"
     [ -f /tmp/g.$CELL.json ] && report_json $CELL /tmp/g.$CELL.json
 }
 
