@@ -1,7 +1,7 @@
 # Mosaic: the two commands a user needs are `make run` and `make test`.
 # Both install what they need first (scripts/install-deps, idempotent; packages listed with
 # their reasons in scripts/deps.txt): `make run` the build toolchain and the VM harness,
-# `make test` also what only the tests use.
+# `make test` also what only the tests use. `make test-fast` is the tier without a VM.
 
 BPF_CLANG ?= clang-19
 export BPF_CLANG
@@ -9,7 +9,8 @@ TOPO ?= 1llc
 ROUNDS ?= 5
 BIN := target/release/scx_mosaic
 
-.PHONY: all deps test-deps build run test unit-test vm-test fmt lint fresh-check
+.PHONY: all deps test-deps build run test test-fast unit-test host-test vm-test fmt lint \
+	fresh-check
 
 all: build
 
@@ -32,12 +33,25 @@ run: build
 		vm/run --topo $(TOPO) --timeout 1800 -- "sh /mosaic/guest/demo.sh $(ROUNDS)"; \
 	fi
 
+# The Rust tests of the workspace: unit and property tests of scx_mosaic, mosaic-bench's,
+# and the simulator's scenarios (mosaic-sim runs the BPF C on the host).
 unit-test: build
 	cargo test --release
 
+# The pytest tests marked `host` (pytest.ini): install, the binary's command line, vm/run's
+# accelerator choice; no VM boots.
+host-test: build test-deps
+	python3 -m pytest -v -m host tests/
+
+# Every pytest test, the `vm` ones (each boots QEMU) and the `host` ones. One alone:
+# python3 -m pytest -v tests/test_steal.py -k gate
 vm-test: build test-deps
 	python3 -m pytest -v tests/
 
+# Everything but the VM: lint, unit, property and simulator tests, the host-only pytest tests.
+test-fast: lint unit-test host-test
+
+# The whole suite (CI's command: .ci/run).
 test: lint unit-test vm-test
 
 # The README's run command on pristine Debian 12 and 13 roots (debootstrap, cached under

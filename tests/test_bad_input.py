@@ -14,6 +14,8 @@ import pytest
 
 from vmtest import REPO, assert_not_ejected, run_guest
 
+pytestmark = pytest.mark.vm
+
 # (arguments as the guest shell reads them, a piece of the expected message), from
 # tests/guest/bad-input/cases.tsv; the config files they name are in that directory too
 CASES = [tuple(line.split("\t")) for line in

@@ -6,7 +6,11 @@ import json
 import re
 import subprocess
 
+import pytest
+
 from vmtest import REPO
+
+pytestmark = pytest.mark.vm
 
 BENCH = REPO / "target/release/mosaic-bench"
 

@@ -11,6 +11,8 @@ import pytest
 
 from vmtest import checked_stats, run_guest
 
+pytestmark = pytest.mark.vm
+
 TOPOS = {"1llc": 4, "2llc-smt": 8}
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from vmtest import BIN
 
+pytestmark = pytest.mark.host
+
 
 @pytest.fixture(autouse=True)
 def binary():

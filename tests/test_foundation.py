@@ -15,6 +15,7 @@ def lifecycle():
     return run_guest("1llc", "foundation/lifecycle.sh")
 
 
+@pytest.mark.vm
 def test_bad_flags_exit_with_one_line_and_load_nothing(lifecycle):
     assert lifecycle["badflag_rc"] == "2"
     assert lifecycle["badflag_lines"] == "1"
@@ -23,6 +24,7 @@ def test_bad_flags_exit_with_one_line_and_load_nothing(lifecycle):
     assert lifecycle["state_after_bad"] == "disabled"
 
 
+@pytest.mark.vm
 def test_loads_survives_load_and_unregisters(lifecycle):
     g = lifecycle
     assert g.rc == 0, g.out
@@ -38,6 +40,7 @@ def test_loads_survives_load_and_unregisters(lifecycle):
     assert s["exit"]["kind_name"] == "unregistered", s["exit"]
 
 
+@pytest.mark.vm
 def test_counters_move_and_agree(lifecycle):
     s = lifecycle.json["stats"]
     for key in ("direct_dispatches", "shard_enqueues", "shard_pulls_local", "cpu_enqueues"):
@@ -47,6 +50,7 @@ def test_counters_move_and_agree(lifecycle):
           f"p99 {s['wait_p99_us']} us (TCG, noisy)")
 
 
+@pytest.mark.vm
 def test_bpf_costs_are_measured(lifecycle):
     bpf = lifecycle.json["stats"]["bpf"]
     progs = bpf["programs"]
@@ -58,6 +62,7 @@ def test_bpf_costs_are_measured(lifecycle):
     assert lifecycle["bpf_stats_after"] == "0"
 
 
+@pytest.mark.vm
 def test_sibling_shards_are_pulled_on_2llc_smt():
     g = run_guest("2llc-smt", "foundation/hackbench.sh", "--shard-size 2", 100)
     s = checked_stats(g, "stats")
@@ -72,6 +77,7 @@ def test_sibling_shards_are_pulled_on_2llc_smt():
     assert s["shard_pulls_same_rq"] > 0 and s["shard_pulls_remote_rq"] > 0, s
 
 
+@pytest.mark.vm
 def test_no_shared_runq_never_touches_shards():
     g = run_guest("1llc", "foundation/hackbench.sh", "--no-shared-runq", 50)
     s = checked_stats(g, "stats")
@@ -83,6 +89,7 @@ def test_no_shared_runq_never_touches_shards():
     assert s["newidle_pulls"] > 0 and s["newidle_pulls_remote"] == 0, s
 
 
+@pytest.mark.vm
 def test_watchdog_ejection_is_detected_and_reported():
     g = run_guest("1llc", "foundation/watchdog.sh")
     assert g["mosaic_rc"] == "1", g.out
@@ -93,6 +100,7 @@ def test_watchdog_ejection_is_detected_and_reported():
     assert s["debug_drops"] >= 1
 
 
+@pytest.mark.host
 def test_host_without_sched_ext_gets_one_line():
     if Path("/sys/kernel/sched_ext").exists():
         pytest.skip("this host has sched_ext; covered by the unit test of preflight")
@@ -102,6 +110,7 @@ def test_host_without_sched_ext_gets_one_line():
     assert "no sched_ext" in p.stderr
 
 
+@pytest.mark.vm
 def test_cpu_hotplug_under_load_restarts_and_rebuilds_shards_and_partitions():
     # 2llc-smt: CPUs 0-3 and 4-7 are the two LLCs (and group partitions); CPU 7 goes
     # offline and online again while 8 CPU-bound threads in two balanced cgroups run.

@@ -2,15 +2,11 @@
 kernel, two topologies, three stressor cells each, one boot per topology. The whole matrix
 is `make gauntlet`; docs/reliability.md describes the cells and their checks."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "gauntlet_run", Path(__file__).resolve().parent / "gauntlet/run.py")
-gauntlet = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gauntlet)
+from gauntlet import run as gauntlet
+
+pytestmark = pytest.mark.vm
 
 _rows = {}
 

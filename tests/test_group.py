@@ -4,7 +4,11 @@
 import json
 import re
 
+import pytest
+
 from vmtest import checked_stats, run_guest
+
+pytestmark = pytest.mark.vm
 
 
 def test_groups_settle_into_distinct_partitions_and_stay_there():

@@ -12,6 +12,8 @@ import pytest
 
 from vmtest import BIN, REPO
 
+pytestmark = pytest.mark.host
+
 UNIT = "usr/local/lib/systemd/system/scx_mosaic.service"
 CONFIG = "etc/scx_mosaic/config.toml"
 

@@ -3,7 +3,11 @@ a cgroup whose tasks were forked in one LLC while every CPU was busy gets its cp
 share across both LLCs, not what its LLC leaves it. CPU time is the kernel's per-cgroup account (cpu.stat
 usage_usec) over an 8 s window after a 3 s warm-up. Guest script: tests/guest/llc-balance.sh."""
 
+import pytest
+
 from vmtest import checked_stats, run_guest
+
+pytestmark = pytest.mark.vm
 
 
 def share(g, sched):

@@ -13,6 +13,8 @@ import pytest
 
 from vmtest import REPO, assert_not_ejected, run_guest
 
+pytestmark = pytest.mark.vm
+
 GUEST = Path(__file__).resolve().parent / "guest"
 
 

@@ -6,7 +6,11 @@ group balancer still settles. Guest script: tests/guest/service.sh."""
 
 from pathlib import Path
 
+import pytest
+
 from vmtest import checked_stats, run_guest
+
+pytestmark = pytest.mark.vm
 
 
 def test_runs_from_etc_default_scx_with_a_read_only_cgroupfs_and_unix_sockets_only():

@@ -2,7 +2,11 @@
 (seed 003), on `2node`: 8 CPUs, 2 NUMA nodes x 2 LLCs of 2 CPUs. Guest scripts:
 tests/guest/steal/."""
 
+import pytest
+
 from vmtest import checked_stats, idle_wait_bound_us, run_guest
+
+pytestmark = pytest.mark.vm
 
 
 def test_gate_skips_most_steal_scans_under_partial_load():

@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from vmtest import REPO, VM_BOOT_FAILED, VM_TIMEOUT
 
 RETRY_LINE = "did not start"
@@ -20,6 +22,7 @@ def vm_run(args, cmd, boot_timeout=None, limit=600):
                           capture_output=True, text=True, timeout=limit)
 
 
+@pytest.mark.vm
 def test_a_guest_that_never_reaches_init_is_booted_twice_then_fails_125():
     # The kernel runs busybox's sleep as its first process instead of Mosaic's /init (what
     # follows "--" on the command line is init's argv): a guest that boots but never
@@ -34,6 +37,7 @@ def test_a_guest_that_never_reaches_init_is_booted_twice_then_fails_125():
     assert "boot failure" in lines[-1] and "within 25 s" in lines[-1], p.stderr
 
 
+@pytest.mark.vm
 def test_a_guest_command_that_hangs_is_not_retried():
     p = vm_run(["--topo", "1cpu", "--timeout", "60"], "echo started; sleep 1000")
     assert p.returncode == VM_TIMEOUT, p.stderr
@@ -42,6 +46,7 @@ def test_a_guest_command_that_hangs_is_not_retried():
     assert "did not finish within 60 s" in p.stderr, p.stderr
 
 
+@pytest.mark.vm
 def test_a_guest_that_boots_is_booted_once():
     p = vm_run(["--topo", "1cpu", "--timeout", "300", "-v"], "echo hello; exit 3")
     assert p.returncode == 3, p.stderr
@@ -68,6 +73,7 @@ def print_accel(tmp_path, accel=None, kvm_dev=True, qemu_rc=0):
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.host
 def test_kvm_is_chosen_only_when_qemu_starts_a_machine_with_it(tmp_path):
     assert print_accel(tmp_path).stdout == "kvm\n"
     # a device that opens is not enough: QEMU must accept -accel kvm -cpu host
@@ -76,6 +82,7 @@ def test_kvm_is_chosen_only_when_qemu_starts_a_machine_with_it(tmp_path):
     assert print_accel(tmp_path, accel="tcg").stdout == "tcg\n"
 
 
+@pytest.mark.host
 def test_asking_for_kvm_where_it_is_unusable_fails_in_one_line(tmp_path):
     for p in (print_accel(tmp_path, accel="kvm", kvm_dev=False),
               print_accel(tmp_path, accel="kvm", qemu_rc=1),
@@ -85,6 +92,7 @@ def test_asking_for_kvm_where_it_is_unusable_fails_in_one_line(tmp_path):
     assert "not usable" in print_accel(tmp_path, accel="kvm", kvm_dev=False).stderr
 
 
+@pytest.mark.vm
 def test_this_host_runs_the_accelerator_vm_run_reports():
     # what the README says about these machines: /dev/kvm may exist, but QEMU refuses the
     # host CPU model or KVM stops the guest (then vm/run falls back to TCG), so every figure
@@ -119,6 +127,7 @@ exec qemu-system-x86_64 "$@"
     return env, calls, cache / ("kvm-failed" + str(dev).replace("/", "_"))
 
 
+@pytest.mark.vm
 def test_a_kvm_that_stops_the_guest_falls_back_to_tcg_until_the_host_reboots(tmp_path):
     # A KVM that QEMU accepts (the paused probe passes) but that stops the guest, as nested KVM
     # did here at the kernel's first cmpxchg16b: the fake QEMU prints QEMU's message and hangs.
@@ -157,6 +166,7 @@ def test_a_kvm_that_stops_the_guest_falls_back_to_tcg_until_the_host_reboots(tmp
         mark.unlink(missing_ok=True)
 
 
+@pytest.mark.vm
 def test_qemu_quitting_with_a_kvm_error_falls_back_but_a_silent_kvm_hang_does_not(tmp_path):
     # QEMU refusing the host CPU model at start (seen here before: an MSR KVM cannot set)
     env, calls, mark = fake_kvm_qemu(

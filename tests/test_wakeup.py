@@ -2,7 +2,11 @@
 insertion (seed 001). CPU capacities come from --cpu-capacity (x86 VMs are
 symmetric): CPUs 0-1 big (1024), 2-3 little (446). Guest scripts: tests/guest/wakeup/."""
 
+import pytest
+
 from vmtest import checked_stats, run_guest
+
+pytestmark = pytest.mark.vm
 
 CAPS = "--cpu-capacity 0-1:1024,2-3:446"
 LOOPS = 20000

@@ -3,7 +3,11 @@ get CPU time in proportion to their cpu.weight, whatever the number of tasks in 
 through the hierarchy. CPU time is the kernel's own per-cgroup account (cpu.stat
 usage_usec) over an 8 s window after a 3 s warm-up. Guest script: tests/guest/weight.sh."""
 
+import pytest
+
 from vmtest import checked_stats, run_guest
+
+pytestmark = pytest.mark.vm
 
 
 def ratio(g, prefix, a, b):

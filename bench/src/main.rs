@@ -5,6 +5,7 @@
 //! Markdown and SVG reports. Also the two workloads written for it: `rr` and `schbench`.
 
 mod model;
+mod progress;
 mod report;
 mod rr;
 mod runner;
@@ -474,9 +475,25 @@ fn run(a: RunArgs) -> Result<()> {
     for s in &suite.skipped {
         eprintln!("skipped {}: {}", s.what, s.why);
     }
+    let nominal: Vec<f64> = topos
+        .iter()
+        .flat_map(|_| &scenarios)
+        .map(|sc| runner::nominal_secs(sc, &scheds, rounds, size, a.host))
+        .collect();
+    let mut progress = progress::Progress::new(&nominal);
     for topo in &topos {
         for sc in &scenarios {
-            let r = runner::run_scenario(&env, sc, topo, &scheds, rounds, size)?;
+            let r = runner::run_scenario(&env, sc, topo, &scheds, rounds, size, &mut progress)?;
+            eprintln!(
+                "== {} on {}: {} in {}",
+                sc.name,
+                r.topo,
+                if r.error.is_some() { "FAILED" } else { "done" },
+                progress::duration(r.duration_s)
+            );
+            for line in report::cell_summaries(sc, &r) {
+                eprintln!("   {line}");
+            }
             std::fs::write(
                 out.join(format!("{}-{}.json", sc.name, r.topo)),
                 serde_json::to_string_pretty(&r)?,

@@ -134,6 +134,49 @@ fn bpf_line(run: &ScenarioRun, sc: &Scenario, cs: &[Cell]) -> Option<String> {
     ))
 }
 
+/// One line per cell of `run` for the terminal, as the report's table says it: the headline's
+/// median, min–max, runs, ratio to EEVDF, BPF cost and scx_mosaic's own longest wait; or why
+/// the cell failed.
+pub fn cell_summaries(sc: &Scenario, run: &ScenarioRun) -> Vec<String> {
+    let cs = cells(run);
+    let (metric, unit, higher) = sc.headline();
+    let base = cs
+        .iter()
+        .find(|c| c.sched == "eevdf")
+        .and_then(|c| c.headline(sc));
+    cs.iter()
+        .map(|c| {
+            if let Some(f) = &c.fail {
+                return format!("{}: FAILED: {f}", c.sched);
+            }
+            let Some((m, lo, hi)) = c.headline(sc) else {
+                return format!("{}: no {metric} in {} runs", c.sched, c.runs);
+            };
+            let mut line = format!(
+                "{}: {metric} {} {} {unit} median ({}–{}, {} of {} runs",
+                c.sched,
+                if higher { "↑" } else { "↓" },
+                fmt(m),
+                fmt(lo),
+                fmt(hi),
+                c.n,
+                c.runs
+            );
+            if let Some((b, _, _)) = base.filter(|_| c.sched != "eevdf") {
+                let _ = write!(line, ", ×EEVDF {:.2}", m / b);
+            }
+            line.push(')');
+            if let Some(b) = c.bpf {
+                let _ = write!(line, ", BPF {b:.0} ns/call");
+            }
+            if let Some(w) = c.wait_max {
+                let _ = write!(line, ", own wait max {w:.0} µs");
+            }
+            line
+        })
+        .collect()
+}
+
 /// The cells of `run`, in its scheduler order.
 pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
     run.scheds
@@ -952,6 +995,16 @@ mod tests {
             let fail = (r == 2).then_some("ejected: runnable task stall");
             run.samples.push(sample("p2dq", r, 5.0, fail));
         }
+        let sc = scenario("hackbench").unwrap();
+        assert_eq!(
+            cell_summaries(sc, &run),
+            [
+                "eevdf: time ↓ 10.000 s median (9.000–11.000, 3 of 3 runs)",
+                "mosaic: time ↓ 6.000 s median (5.000–7.000, 3 of 3 runs, ×EEVDF 0.60), BPF 100 \
+                 ns/call, own wait max 1002 µs",
+                "p2dq: FAILED: round 2: ejected: runnable task stall",
+            ]
+        );
         let cs = cells(&run);
         let sc = scenario("hackbench").unwrap();
         assert_eq!(cs[0].headline(sc), Some((10.0, 9.0, 11.0)));

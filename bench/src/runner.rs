@@ -2,6 +2,7 @@
 //! on this host (--host), stream and parse the guest's output into a `ScenarioRun`.
 
 use crate::model::{Sample, ScenarioRun, SchedInfo};
+use crate::progress::Progress;
 use crate::suite::{Kind, Scenario, Sched, Size};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -68,6 +69,20 @@ fn load_secs(s: &Sched) -> f64 {
     }
 }
 
+/// Nominal seconds of a VM boot, for the progress estimate (whose measured pace corrects it).
+const BOOT_SECS: f64 = 15.0;
+
+/// Nominal seconds of one run of `sc` under `s`: the workload, a second around it, the load.
+fn run_secs(sc: &Scenario, s: &Sched, size: Size) -> f64 {
+    sc.secs * if size == Size::Smoke { 0.5 } else { 1.0 } + 1.0 + load_secs(s)
+}
+
+/// Nominal seconds of `sc` under `scheds` for `rounds` rounds, with a boot unless on the host.
+pub fn nominal_secs(sc: &Scenario, scheds: &[&Sched], rounds: u32, size: Size, host: bool) -> f64 {
+    let per_round: f64 = scheds.iter().map(|s| run_secs(sc, s, size)).sum();
+    per_round * rounds as f64 + if host { 0.0 } else { BOOT_SECS }
+}
+
 /// The current UTC time, e.g. 2026-11-22 14:05 UTC.
 pub fn now_utc() -> String {
     Command::new("date")
@@ -89,7 +104,8 @@ fn accel_used(recorded: &str, written: Option<&str>) -> String {
     }
 }
 
-/// Run `sc` on topology `topo` under `scheds`, `rounds` interleaved rounds.
+/// Run `sc` on topology `topo` under `scheds`, `rounds` interleaved rounds; `progress` counts
+/// each run as it reports, and each run's line says where the whole invocation is.
 pub fn run_scenario(
     env: &Env,
     sc: &Scenario,
@@ -97,6 +113,7 @@ pub fn run_scenario(
     scheds: &[&Sched],
     rounds: u32,
     size: Size,
+    progress: &mut Progress,
 ) -> Result<ScenarioRun> {
     let workload = sc.command(size);
     let mut args = vec![
@@ -132,10 +149,7 @@ pub fn run_scenario(
             .collect(),
         ..Default::default()
     };
-    let per_round: f64 = scheds
-        .iter()
-        .map(|s| sc.secs * if size == Size::Smoke { 0.5 } else { 1.0 } + 1.0 + load_secs(s))
-        .sum();
+    let per_round: f64 = scheds.iter().map(|s| run_secs(sc, s, size)).sum();
     let timeout = (60.0 + 3.0 * per_round * rounds as f64) as u64;
     let accel_path = env.log_dir.join(format!("{}-{}.accel", sc.name, run.topo));
     let mut cmd = if env.host {
@@ -170,14 +184,16 @@ pub fn run_scenario(
     let log_path = env.log_dir.join(format!("{}-{}.log", sc.name, run.topo));
     let mut log =
         File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
+    let nth = progress.next_run();
     eprintln!(
-        "== {} on {} ({} schedulers x {} rounds; limit {} s; log {})",
+        "== [{nth}] {} on {} ({} schedulers x {} rounds; limit {} s; log {}); {}",
         sc.name,
         run.topo,
         scheds.len(),
         rounds,
         timeout,
-        log_path.display()
+        log_path.display(),
+        progress.status()
     );
     let t0 = Instant::now();
     let mut child = cmd
@@ -228,7 +244,17 @@ pub fn run_scenario(
                     }
                     None => {}
                 }
-                progress(sc, &run.topo, &s, &out);
+                if run.samples.is_empty() && !env.host {
+                    progress.advance(BOOT_SECS);
+                }
+                if let Some(sched) = scheds.iter().find(|x| x.label == s.sched) {
+                    progress.advance(run_secs(sc, sched, size));
+                }
+                let at = format!(
+                    "[{nth}] {} {} round {}/{rounds}",
+                    sc.name, run.topo, s.round
+                );
+                report_run(&at, sc, &s, &out, &progress.status());
                 run.samples.push(s);
             }
         } else if let Some((_, out)) = cur.as_mut() {
@@ -237,6 +263,7 @@ pub fn run_scenario(
         }
     }
     let status = child.wait()?;
+    progress.finish_run(nominal_secs(sc, scheds, rounds, size, env.host));
     // The kernel's default is the guest kernel: its version is the release the guest reported.
     for (i, s) in run.sched_info.iter_mut().zip(scheds) {
         if s.kind == Kind::Kernel {
@@ -317,8 +344,9 @@ fn apply_meta(s: &mut Sample, meta: &str) {
     }
 }
 
-/// One progress line per run on stderr; failures loudly, with the workload's output.
-fn progress(sc: &Scenario, topo: &str, s: &Sample, out: &str) {
+/// One line per run on stderr (@at: which scenario run and round, @status: the time spent
+/// and left); failures loudly, with the workload's output.
+fn report_run(at: &str, sc: &Scenario, s: &Sample, out: &str, status: &str) {
     let (m, unit, _) = sc.headline();
     let v = s
         .metrics
@@ -330,15 +358,9 @@ fn progress(sc: &Scenario, topo: &str, s: &Sample, out: &str) {
         .map(|b| format!(", BPF {b:.0} ns/call"))
         .unwrap_or_default();
     match &s.fail {
-        None => eprintln!(
-            "   {} {topo} round {}: {:<24} {v}{bpf}",
-            sc.name, s.round, s.sched
-        ),
+        None => eprintln!("   {at}: {:<24} {v}{bpf}; {status}", s.sched),
         Some(f) => {
-            eprintln!(
-                "!! FAILED {} {topo} round {}: {}: {f}",
-                sc.name, s.round, s.sched
-            );
+            eprintln!("!! FAILED {at}: {}: {f}; {status}", s.sched);
             for l in out
                 .lines()
                 .rev()

@@ -229,7 +229,7 @@ impl<'a> Scheduler<'a> {
         let bandwidth = self.bandwidth();
         let exit = self.detach();
         let counters = Counters::read(&self.skel, self.nr_shards).unwrap_or_else(|e| {
-            errln!("scx_mosaic: this load's counters are lost: {e:#}");
+            log::warn!("this load's counters are lost: {e:#}");
             Counters::default()
         });
         let costs = stats::bpf_prog_costs(&self.skel);
@@ -466,7 +466,7 @@ fn load_plan(opts: &Opts, restart: bool) -> Result<LoadPlan> {
     }
     let (plan, cut) = LoadPlan::restart(opts, topo)?;
     if let Some(line) = cut {
-        errln!("scx_mosaic: {line}");
+        log::warn!("{line}");
     }
     Ok(plan)
 }
@@ -485,7 +485,7 @@ fn run(opts: &Opts) -> Result<i32> {
     };
     let socket = Path::new(stats_server::SOCKET);
     let server = stats_server::Server::launch(socket)
-        .map_err(|e| errln!("scx_mosaic: no stats for --stats and --monitor: {e:#}"))
+        .map_err(|e| log::warn!("no stats for --stats and --monitor: {e:#}"))
         .ok();
     // --stats, once attached: printed as --monitor prints them, by a client
     let mut printer = (server.is_some() && opts.stats > 0.0).then_some(socket);
@@ -505,12 +505,13 @@ fn run(opts: &Opts) -> Result<i32> {
             // after a restart (the --gb-parent cgroup removed meanwhile):
             // loaded without the balancer rather than not at all
             Err(e) if totals.restarts > 0 => {
-                errln!("scx_mosaic: no group balancer for this load: {e:#}");
+                log::warn!("no group balancer for this load: {e:#}");
                 None
             }
             Err(e) => return Err(e),
         };
         print_banner(opts, plan);
+        log::debug!("load plan: {:?}", plan.tunables);
         outln!(
             "{}",
             cgroup_controls_line(opts, |op| {
@@ -617,9 +618,25 @@ fn set_libbpf_print(verbose: bool) {
     libbpf_rs::set_print(Some((level, libbpf_print)));
 }
 
+/// Installs the logger at -v's level and RUST_LOG's; a bad RUST_LOG is one
+/// line on stderr and exit 2, as a bad flag is.
+fn init_logging(verbose: u8) {
+    let directives = std::env::var("RUST_LOG").ok();
+    match output::LogFilter::new(verbose, directives.as_deref()) {
+        Ok(filter) => {
+            output::init_logger(filter).expect("the logger is installed once");
+        }
+        Err(e) => {
+            errln!("scx_mosaic: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
     let opts = parse_opts();
-    set_libbpf_print(opts.verbose);
+    init_logging(opts.verbose);
+    set_libbpf_print(opts.verbose > 0);
     if opts.help_stats {
         stats_server::print_help();
         return;

@@ -157,9 +157,11 @@ pub struct Opts {
     #[arg(long, default_value_t = 0)]
     pub exit_dump_len: u32,
 
-    /// Print libbpf's debug output while loading (-v).
-    #[arg(short, long)]
-    pub verbose: bool,
+    /// More messages on stderr: -v info and libbpf's debug output while
+    /// loading, -vv debug, -vvv trace (warnings and errors always). RUST_LOG
+    /// may raise the level, or set one per module: RUST_LOG=scx_stats=debug.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 
     /// Test switch: lose every task with this command name, so that the
     /// kernel's watchdog ejects the scheduler.
@@ -192,7 +194,9 @@ mod tests {
         let opts = Opts::try_parse_from(["scx_mosaic"]).unwrap();
         assert_eq!(opts.stats, 0.0);
         let opts = Opts::try_parse_from(["scx_mosaic", "--stats", "1", "-v"]).unwrap();
-        assert_eq!((opts.stats, opts.verbose), (1.0, true));
+        assert_eq!((opts.stats, opts.verbose), (1.0, 1));
+        let opts = Opts::try_parse_from(["scx_mosaic", "-vv", "--verbose"]).unwrap();
+        assert_eq!(opts.verbose, 3);
     }
 
     #[test]

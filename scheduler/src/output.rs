@@ -1,6 +1,8 @@
 //! What the scheduler writes where others read it: text for a terminal or
-//! the journal (escaped, and never a panic when the reader is gone), and
-//! the --stats-file report (replaced atomically, never through a symlink).
+//! the journal (escaped, and never a panic when the reader is gone), the
+//! `log` crate's records (this crate's warnings and its libraries') as such
+//! lines, and the --stats-file report (replaced atomically, never through a
+//! symlink).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -62,6 +64,137 @@ macro_rules! errln {
     }};
 }
 
+/// Which `log` records reach stderr: a level for every target, and levels
+/// of their own for some targets (a module path and those below it), as
+/// RUST_LOG's directives say: `debug`, `scx_stats=off,info`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFilter {
+    default: log::LevelFilter,
+    targets: Vec<(String, log::LevelFilter)>,
+}
+
+/// The level -v given @count times shows: warnings and errors, then info,
+/// debug and trace.
+fn verbosity_level(count: u8) -> log::LevelFilter {
+    match count {
+        0 => log::LevelFilter::Warn,
+        1 => log::LevelFilter::Info,
+        2 => log::LevelFilter::Debug,
+        _ => log::LevelFilter::Trace,
+    }
+}
+
+impl LogFilter {
+    /// The filter of -v given @verbose times, then RUST_LOG's @directives
+    /// if any: its levels per target as given, its level for the rest only
+    /// where it shows more than -v does. A bad directive is an error line.
+    pub fn new(verbose: u8, directives: Option<&str>) -> Result<Self, String> {
+        let mut filter = LogFilter {
+            default: verbosity_level(verbose),
+            targets: Vec::new(),
+        };
+        for directive in directives.unwrap_or("").split(',').map(str::trim) {
+            if directive.is_empty() {
+                continue;
+            }
+            let (target, level) = match directive.split_once('=') {
+                Some((t, l)) => (Some(t.trim()), l.trim()),
+                None => (None, directive),
+            };
+            let level: log::LevelFilter = level.parse().map_err(|_| {
+                format!(
+                    "RUST_LOG: \"{}\" is not a level (off, error, warn, info, debug, trace)",
+                    escape(level)
+                )
+            })?;
+            match target {
+                Some("") => {
+                    return Err(format!(
+                        "RUST_LOG: \"{}\" names no target",
+                        escape(directive)
+                    ))
+                }
+                Some(t) => filter.targets.push((t.to_string(), level)),
+                None => filter.default = Ord::max(filter.default, level),
+            }
+        }
+        // the most specific target decides (longest module path first)
+        filter
+            .targets
+            .sort_by_key(|(t, _)| std::cmp::Reverse(t.len()));
+        Ok(filter)
+    }
+
+    /// The level shown for records of @target.
+    fn level_of(&self, target: &str) -> log::LevelFilter {
+        self.targets
+            .iter()
+            .find(|(t, _)| {
+                target
+                    .strip_prefix(t.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+            })
+            .map_or(self.default, |&(_, level)| level)
+    }
+
+    /// The most verbose level any target shows (log's global bound).
+    fn max_level(&self) -> log::LevelFilter {
+        self.targets
+            .iter()
+            .map(|&(_, level)| level)
+            .fold(self.default, Ord::max)
+    }
+}
+
+/// A `log` record as one stderr line: "scx_mosaic: " and, below warnings,
+/// the level; another crate's records name their module; the message is
+/// escaped (it may carry a cgroup's name or a kernel message). This
+/// crate's warnings read as they always have: "scx_mosaic: <message>".
+pub fn log_line(level: log::Level, target: &str, message: &str) -> String {
+    let mut line = String::from("scx_mosaic: ");
+    if level > log::Level::Warn {
+        line.push_str(&level.as_str().to_ascii_lowercase());
+        line.push_str(": ");
+    }
+    let ours = target
+        .strip_prefix("scx_mosaic")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"));
+    if !ours {
+        line.push_str(&escape(target));
+        line.push_str(": ");
+    }
+    line.push_str(&escape(message));
+    line
+}
+
+/// The logger: records @filter lets through, to stderr (errln!'s way).
+struct StderrLogger {
+    filter: LogFilter,
+}
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.level() <= self.filter.level_of(metadata.target())
+    }
+
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            let line = log_line(record.level(), record.target(), &record.args().to_string());
+            let _ = write_line(&mut std::io::stderr().lock(), &line);
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Installs the process's logger with @filter (once: a second call fails).
+pub fn init_logger(filter: LogFilter) -> Result<(), log::SetLoggerError> {
+    let max = filter.max_level();
+    log::set_logger(Box::leak(Box::new(StderrLogger { filter })))?;
+    log::set_max_level(max);
+    Ok(())
+}
+
 /// Replaces the file at @path with @contents as a whole: written to a new
 /// file of the same directory (created exclusively, so never through a link
 /// placed there), then renamed over @path. A symlink at @path is itself
@@ -115,6 +248,69 @@ pub fn write_file_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn v_and_rust_log_choose_the_levels() {
+        use log::LevelFilter::*;
+        let f = LogFilter::new(0, None).unwrap();
+        assert_eq!(
+            (f.level_of("scx_utils::compat"), f.max_level()),
+            (Warn, Warn)
+        );
+        assert_eq!(LogFilter::new(1, None).unwrap().level_of("x"), Info);
+        assert_eq!(LogFilter::new(2, None).unwrap().level_of("x"), Debug);
+        assert_eq!(LogFilter::new(9, None).unwrap().level_of("x"), Trace);
+        // RUST_LOG's level shows more than -v, never less
+        assert_eq!(
+            LogFilter::new(0, Some("debug")).unwrap().level_of("x"),
+            Debug
+        );
+        assert_eq!(
+            LogFilter::new(2, Some("error")).unwrap().level_of("x"),
+            Debug
+        );
+        // per target: the longest matching module path decides, on :: boundaries
+        let f = LogFilter::new(1, Some(" scx_stats=off, scx_stats::server=trace ,")).unwrap();
+        assert_eq!(f.level_of("scx_stats::client"), Off);
+        assert_eq!(f.level_of("scx_stats"), Off);
+        assert_eq!(f.level_of("scx_stats::server"), Trace);
+        assert_eq!(f.level_of("scx_stats_derive"), Info);
+        assert_eq!(f.level_of("scx_utils"), Info);
+        assert_eq!(f.max_level(), Trace);
+        for bad in ["loud", "scx_utils=", "=debug", "a=b=c"] {
+            let err = LogFilter::new(0, Some(bad)).unwrap_err();
+            assert!(
+                err.starts_with("RUST_LOG: ") && !err.contains('\n'),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn log_records_are_one_escaped_line_naming_a_foreign_module() {
+        use log::Level::*;
+        // this crate's warnings as errln! printed them before the logger
+        assert_eq!(
+            log_line(Warn, "scx_mosaic::group", "cgroups skipped"),
+            "scx_mosaic: cgroups skipped"
+        );
+        assert_eq!(
+            log_line(
+                Warn,
+                "scx_utils::compat",
+                "kernel doesn't support ops.cgroup_set_idle()"
+            ),
+            "scx_mosaic: scx_utils::compat: kernel doesn't support ops.cgroup_set_idle()"
+        );
+        assert_eq!(
+            log_line(Debug, "scx_mosaic", "a\nb\x1b[2J"),
+            "scx_mosaic: debug: a\\nb\\x1b[2J"
+        );
+        assert_eq!(
+            log_line(Info, "scx_mosaicky", "x"),
+            "scx_mosaic: info: scx_mosaicky: x"
+        );
+    }
 
     #[test]
     fn control_characters_are_escaped() {

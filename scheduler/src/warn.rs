@@ -22,8 +22,9 @@ impl RateLimited {
         }
     }
 
-    /// The line @line() (prefixed "scx_mosaic: ") if none was printed in
-    /// the last interval, else counted as held back; returns it if printed.
+    /// The warning @line() (logged: "scx_mosaic: " and the line on stderr)
+    /// if none was logged in the last interval, else counted as held back;
+    /// returns the line as printed if logged.
     pub fn warn(&mut self, now: Instant, line: impl FnOnce() -> String) -> Option<String> {
         if self.last.is_some_and(|t| now < t + self.every) {
             self.held += 1;
@@ -38,10 +39,10 @@ impl RateLimited {
         } else {
             String::new()
         };
-        let text = format!("scx_mosaic: {}{more}", line());
-        crate::errln!("{text}");
+        let text = format!("{}{more}", line());
+        log::warn!("{text}");
         self.last = Some(now);
-        Some(text)
+        Some(format!("scx_mosaic: {text}"))
     }
 }
 

@@ -44,7 +44,7 @@ pub const RUNTIME_ONLY_FLAGS: &[(&str, &str)] = &[
         "exit-dump-len",
         "sizes the kernel's debug dump at an ejection",
     ),
-    ("verbose", "prints libbpf's debug output while loading"),
+    ("verbose", "prints log messages and libbpf's debug output"),
 ];
 
 /// What loading produced: the settings written, the ops flags the loader
@@ -252,7 +252,7 @@ mod tests {
             let base: Vec<String> = needs.iter().map(|s| s.to_string()).collect();
             let mut with = base.clone();
             with.push(match (arg.get_action(), value) {
-                (ArgAction::SetTrue, None) => format!("--{long}"),
+                (ArgAction::SetTrue | ArgAction::Count, None) => format!("--{long}"),
                 (ArgAction::Set, Some(v)) => format!("--{long}={v}"),
                 (action, _) => panic!("--{long} ({action:?}) is new: add a sample value above"),
             });

@@ -1,0 +1,1 @@
+"""The reliability gauntlet (run.py): a script, and a module test_gauntlet.py imports."""
