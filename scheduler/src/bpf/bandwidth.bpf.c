@@ -198,17 +198,17 @@ static __always_inline s64 bw_debt_max(const struct bw_cgroup *s)
 
 /*
  * The debt a pool of @quota_ns per @period_ns carries into new periods: what
- * its refills pay back within wait_target_ns, but at least a quota and a
- * borrow. A run is charged in full when it ends, and a run can cost far more
- * than the quota (ticks of 4 ms against 1 ms quotas; a hypervisor that
- * deschedules the vCPU): an unbounded debt would park the cgroup's tasks for
- * as many periods, past the watchdog's timeout. One quota forgave too much:
- * 1 ms per 16.7 ms ran 1.5 quotas under TCG, where the kernel's scheduler
- * holds it.
+ * its refills pay back within idle_wait_ns (a quarter of the watchdog's
+ * timeout), but at least a quota and a borrow. A run is charged in full when
+ * it ends, at a tick at the earliest, and under TCG a run costs many quotas
+ * of 1 ms; the kernel pays every overdraft back. An unbounded debt would park
+ * the cgroup's tasks past the watchdog's timeout (a vCPU descheduled for
+ * seconds); with one quota forgiven, 1 ms per 83 ms ran 1.4 quotas (TCG),
+ * with what refills pay back in the wait target (6 quotas) still 1.45.
  */
 static __always_inline u64 bw_debt_limit(u64 quota_ns, u64 period_ns)
 {
-	u64 debt = period_ns ? quota_ns * (wait_target_ns / period_ns) : 0;
+	u64 debt = period_ns ? quota_ns * (idle_wait_ns / period_ns) : 0;
 
 	if (debt < quota_ns)
 		debt = quota_ns;
@@ -424,9 +424,12 @@ static __always_inline void bw_running(struct task_ctx *tctx)
 }
 
 /*
- * Move the parked tasks of cgroup @cgid to the queues of their CPUs, at a
- * vtime bounded as any requeue's, and wake those CPUs if idle; return how
- * many parks this closed. The park is closed before the move: once moved,
+ * Move the parked tasks of cgroup @cgid to the queues of their CPUs, at the
+ * vtime of a woken task (a park earns no credit: kept as a requeue's lag, 200
+ * refilled hogs a period went before every woken task, and a nice -20 shell
+ * took 23 s to read their cpu.stat files, 0.5 s under the kernel's
+ * scheduler), and wake those CPUs if idle; return how many parks this
+ * closed. The park is closed before the move: once moved,
  * the task may run on another CPU before this one would get to it. A move
  * fails when the kernel took the task off the park queue first: that park is
  * counted as left. A global function: the verifier checks it once.
@@ -447,7 +450,7 @@ __noinline u32 bw_unpark_cgroup(u64 cgid)
 			wait_after_park(tctx, now);
 		cpu = scx_bpf_task_cpu(p);
 		dsq = queue_dsq_of(p, cpu);
-		vtime = task_queue_vtime(p, cpu, 0, 0);
+		vtime = task_queue_vtime(p, cpu, SCX_ENQ_WAKEUP, dsq);
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);
 		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0)) {
 			count_moved_in(dsq);
