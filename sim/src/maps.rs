@@ -241,6 +241,15 @@ impl Maps {
             .collect()
     }
 
+    /// Entry @i of per-CPU array @name as CPU @cpu holds it (0 if absent).
+    pub fn percpu_entry(&self, name: &str, cpu: usize, i: usize) -> u64 {
+        self.by_addr
+            .values()
+            .find(|m| m.name == name)
+            .filter(|m| i < m.max_entries && cpu < self.nr_cpus)
+            .map_or(0, |m| m.array[cpu * m.max_entries + i])
+    }
+
     /// Every per-CPU array of 8-byte values, summed over CPUs.
     pub fn all_percpu_sums(&self) -> Vec<(String, Vec<u64>)> {
         let mut out: Vec<(String, Vec<u64>)> = Vec::new();

@@ -307,6 +307,37 @@ fn slice_left(e: &Engine, t: usize) -> bool {
     (unsafe { *ffi::sim_task_slice(e.tasks[t].p) }) > 0
 }
 
+/// Idle-time balance attempts (steal scans done, not skipped) counted on
+/// @cpu so far; 0 when the cost model charges none (no map read).
+fn balance_scans(e: &Engine, cpu: usize) -> u64 {
+    if e.cfg.costs.balance_scan_ns <= 0.0 {
+        return 0;
+    }
+    let idx = crate::intf::STAT_NAMES
+        .iter()
+        .position(|n| *n == "steal_scans")
+        .expect("intf.h has a steal_scans counter");
+    e.maps.percpu_entry("stats", cpu, idx)
+}
+
+/// Charges @cpu the cost model's balance_scan_ns for each balance attempt
+/// its ops.dispatch made (counted from @before): the kernel's load-balance
+/// walk that a BPF scan stands for (seed 003).
+fn charge_balance_scans(e: &mut Engine, cpu: usize, before: u64) {
+    if e.cfg.costs.balance_scan_ns <= 0.0 {
+        return;
+    }
+    let done = balance_scans(e, cpu).saturating_sub(before);
+    if done == 0 {
+        return;
+    }
+    let c = &mut e.cpus[cpu];
+    c.overhead += done as f64 * e.cfg.costs.balance_scan_ns;
+    // if nothing was found the CPU idles and its overhead is dropped
+    // (pick_next), but the walk still runs: remember when it ends
+    c.balancing_until = e.now + c.overhead as u64;
+}
+
 /// __schedule() on @cpu: balance (ops.dispatch), put prev, pick next.
 pub(super) fn schedule(e: &mut Engine, cpu: usize) {
     e.account();
@@ -322,8 +353,10 @@ pub(super) fn schedule(e: &mut Engine, cpu: usize) {
         loop {
             e.dispatch_buf.clear();
             set_ctx(e, cpu, Ctx::Dispatch { cpu });
+            let scans = balance_scans(e, cpu);
             let has = e.call(|o| unsafe { (o.dispatch)(cpu as i32, prev_p) });
             e.ctx = Ctx::None;
+            charge_balance_scans(e, cpu, scans);
             if has == 0 {
                 break;
             }
@@ -449,7 +482,11 @@ fn pick_next(e: &mut Engine, cpu: usize) {
         e.cpus[cpu].overhead = 0.0;
         return;
     };
+    // a task picked by a CPU still in the balance walk it began before
+    // idling starts when the walk ends
+    let balancing = std::mem::take(&mut e.cpus[cpu].balancing_until);
     if let Some(_since) = e.cpus[cpu].idle_since.take() {
+        e.cpus[cpu].overhead += balancing.saturating_sub(e.now) as f64;
         e.nr_idle -= 1;
         e.set_idle(cpu, false);
         if unsafe { (e.ops.has_update_idle)() } != 0 {
