@@ -12,6 +12,8 @@ const USAGE: &str = "usage: mosaic-sim --machine M --workload W[:k=v,...] [--sch
                   [--max-time SECS] [--label NAME]
        mosaic-sim --list-machines | --list-workloads
        mosaic-sim report [--out docs/sim-report.md] [--vm-counters docs/sim-vm-counters.json]
+                         [--runs 11] [--base-seed 1] [--jobs 2] [--claims-only]
+                         [--verdicts-json OUT]
 
 --sched-arg passes one of the scheduler's own flags, parsed as scx_mosaic
 parses them (scx_mosaic --help): --no-shared-runq, --shard-size N,

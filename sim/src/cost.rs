@@ -78,6 +78,11 @@ pub struct Costs {
     /// 0 by default (BPF work only); seed 003's row sets the seed's own
     /// measurement (0.13 ms per full balance on its 4-socket machine).
     pub balance_scan_ns: f64,
+    /// Each workload step's CPU time is scaled by a factor uniform in
+    /// [1 - step_jitter, 1 + step_jitter], drawn from the run's RNG seed;
+    /// 0 (default): every step exactly as the workload asks, and the seed
+    /// only reaches the scheduler's bpf_get_prandom_u32().
+    pub step_jitter: f64,
 }
 
 impl Default for Costs {
@@ -105,6 +110,7 @@ impl Default for Costs {
             llc_interference: 0.6,
             ttwu_boundary_l2: false,
             balance_scan_ns: 0.0,
+            step_jitter: 0.0,
         }
     }
 }
@@ -149,6 +155,7 @@ impl Costs {
             "smt_rate" => &mut self.smt_rate,
             "llc_interference" => &mut self.llc_interference,
             "balance_scan_ns" => &mut self.balance_scan_ns,
+            "step_jitter" => &mut self.step_jitter,
             "line_smt_ns" => &mut self.line_ns[1],
             "line_l2_ns" => &mut self.line_ns[2],
             "line_llc_ns" => &mut self.line_ns[3],

@@ -33,4 +33,5 @@ pub mod machine;
 pub mod maps;
 pub mod report;
 pub mod sched;
+pub mod stats;
 pub mod workload;

@@ -553,12 +553,12 @@ impl Wl for Rr {
 /// CPU time of an event with every line already in the core's cache: 256
 /// 4-byte stores at about one a cycle (~100 ns at 2.5 GHz) plus an
 /// uncontended mutex lock/unlock and the counter update (~50 ns).
-const SYSBENCH_EVENT_NS: f64 = 150.0;
+pub const SYSBENCH_EVENT_NS: f64 = 150.0;
 /// Line transfers per event whose last writer is another thread of the
 /// group: the mutex's line and the counters' line, taken one after the other
 /// (2), plus the buffer's 16 lines, whose ownership requests a core overlaps
 /// (cost.rs refill_mlp: 8 outstanding misses) → 2 + 16 / 8.
-const SYSBENCH_SHARED_LINES_PER_EVENT: f64 = 4.0;
+pub const SYSBENCH_SHARED_LINES_PER_EVENT: f64 = 4.0;
 
 /// sysbench memory-like: G cgroups × T threads, each thread runs work_ms of
 /// memory-bound work in 1 ms chunks, sleeping sleep_us between chunks

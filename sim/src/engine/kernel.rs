@@ -535,6 +535,20 @@ fn pick_next(e: &mut Engine, cpu: usize) {
     }
 }
 
+/// The factor a step's work is scaled by: 1, or with the cost model's
+/// step_jitter j > 0 uniform in [1 - j, 1 + j] from the run's RNG seed (a
+/// step's CPU time varies from call to call on real machines; the jitter
+/// makes runs of different seeds differ, so a claim can be measured as a
+/// distribution).
+fn step_jitter(e: &mut Engine) -> f64 {
+    let j = e.cfg.costs.step_jitter;
+    if j <= 0.0 {
+        return 1.0;
+    }
+    let u = (e.rand() >> 11) as f64 / (1u64 << 53) as f64;
+    1.0 + j * (2.0 * u - 1.0)
+}
+
 /// Asks the workload what @t (current on @cpu) does next, and does it.
 pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
     let mut wakes = Vec::new();
@@ -545,7 +559,7 @@ pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
     }
     match step {
         Step::Run(ns) => {
-            e.tasks[t].work_left = ns as f64;
+            e.tasks[t].work_left = ns as f64 * step_jitter(e);
             e.tasks[t].in_step = true;
             start_segment(e, cpu);
         }
