@@ -70,7 +70,7 @@ const RATIOS: &[Ratio] = &[
         name: "handed over in enqueue / inserts at wakeup",
         num: &["insert_queued"],
         den: &[&["direct_dispatches", "insert_queued"]],
-        why: "not explained yet, off in both directions; pipe agrees (the pair shares the waker's CPU in both). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified)",
+        why: "not explained yet; pipe agrees (the pair shares the waker's CPU in both). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified)",
     },
     Ratio {
         name: "sibling-shard pulls / pulls inside the LLC",

@@ -487,7 +487,7 @@ const CLAIMS: &[Claim] = &[
         also: Some(Metric::Tps),
         seed_numbers: (0.0, 75.0),
         seed_text: "75% of idle balance attempts eliminated; a full balance cost 0.13 ms against 0.1 ms of work per request",
-        scaling: "96 client/server pairs on 192 CPUs (the server busy on half the CPUs, as the seed's), 0.1 ms of server work per request (the seed's), wakeups without WF_SYNC (the seed's clients send from the network); 128 busy loops wake together every 20 ms for 3 ms, so tasks wait now and then and the flag rises and falls; every balance attempt not skipped costs the seed's 0.13 ms (--cost balance_scan_ns, an input from the seed's measurement, not fitted)",
+        scaling: "client/server pairs for half the CPUs (the seed's server busy on half of them), the seed's 0.1 ms of server work per request (server_ns), wakeups without WF_SYNC (the seed's clients send from the network); busy loops (hogs) wake together every hog_every_us for hog_us, so tasks wait now and then and the flag rises and falls, chosen before any run and not tuned to the result; every balance attempt not skipped costs the seed's measured 0.13 ms (--cost balance_scan_ns: an input from the seed, not fitted)",
         note: note_003,
         why: "",
         ..CLAIM
