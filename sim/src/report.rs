@@ -444,7 +444,7 @@ const CLAIMS: &[Claim] = &[
         seed_text: "49 s → 34 s",
         scaling: "as the row above; --cost ttwu_boundary=llc vs l2 (the kernel's wakeup path, not the scheduler)",
         note: note_001,
-        why: "the kernel model charges a queued wakeup's IPI and a direct wakeup's remote rq-lock acquisition, not the cross-CCX line traffic of the runqueue itself that the seed's change avoids",
+        why: "the kernel model charges a queued wakeup its wake-list cost and the IPI's delay, and a direct wakeup its rq-lock acquisition (hold, queueing, one line transfer from the last holder); the seed's gain came from the runqueue lock and lines bouncing between CCXs under contention, which one transfer per acquisition may undercount (unverified)",
         ..CLAIM
     },
     Claim {
