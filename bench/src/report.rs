@@ -329,8 +329,19 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         .collect();
     builds.sort();
     builds.dedup();
-    for b in builds {
-        writeln!(o, "- scx_mosaic: {b}")?;
+    if builds.len() > 1 {
+        writeln!(
+            o,
+            "- scx_mosaic: {} builds (each scenario's section names the one it ran):",
+            builds.len()
+        )?;
+        for b in builds {
+            writeln!(o, "  - {b}")?;
+        }
+    } else {
+        for b in builds {
+            writeln!(o, "- scx_mosaic: {b}")?;
+        }
     }
     for (t, runs) in by_topo(suite) {
         let n = runs.iter().map(|r| r.nproc).max().unwrap_or(0);
@@ -519,7 +530,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             writeln!(o, "### {} on `{topo}`: {}\n", sc.name, sc.title)?;
             writeln!(
                 o,
-                "`{}` — {} interleaved rounds, {}, kernel {}{}, boot of {:.0} s.{}\n",
+                "`{}` — {} interleaved rounds, {}, kernel {}{}, boot of {:.0} s{}.{}\n",
                 r.command,
                 r.rounds,
                 r.date,
@@ -528,6 +539,11 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                     .map(|ms| format!(", watchdog {ms} ms (SCX_TIMEOUT_MS)"))
                     .unwrap_or_default(),
                 r.duration_s,
+                if r.mosaic_build.is_empty() {
+                    String::new()
+                } else {
+                    format!("; scx_mosaic: {}", r.mosaic_build)
+                },
                 r.error
                     .as_ref()
                     .map(|e| format!(" **Run error: {e}**"))
@@ -915,6 +931,7 @@ mod tests {
             kernel: "7.3.4".into(),
             accel: "tcg".into(),
             rounds: 3,
+            mosaic_build: "scx_mosaic-0123456 (sha256 abc), built at git 0123456".into(),
             scheds: vec!["eevdf".into(), "mosaic".into(), "p2dq".into()],
             sched_info: [
                 ("eevdf", "", "7.3.4"),
@@ -975,6 +992,18 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| scheduler | command | version |"), "{text}");
+        // One build: named once in the header and in its scenario's line; the run without
+        // a recorded build names none.
+        let build = "scx_mosaic-0123456 (sha256 abc), built at git 0123456";
+        assert!(
+            text.contains(&format!("\n- scx_mosaic: {build}\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(" s; scx_mosaic: {build}.")),
+            "{text}"
+        );
+        assert_eq!(text.matches("; scx_mosaic: ").count(), 1, "{text}");
         assert!(
             text.contains(
                 "| eevdf | – (the kernel's default: no sched_ext scheduler) | 7.3.4, 7.3.3 |"

@@ -7,8 +7,8 @@
 //! engine/context.rs),
 //! `sched` (flags -> scx_mosaic's tunables, the loader's part), `machine` (presets),
 //! `cost` (every cost, one place), `workload` (task behaviour), `group` (the
-//! group balancer's settle loop around group.rs's policy), `cli` and
-//! `report` (the seed A/B report).
+//! group balancer's settle loop around group.rs's policy), `cli`,
+//! `report` (the seed A/B report) and `trace` (--trace's Perfetto file).
 
 // The kfuncs are FFI entry points taking the scheduler's raw pointers.
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::missing_safety_doc)]
@@ -34,4 +34,5 @@ pub mod maps;
 pub mod report;
 pub mod sched;
 pub mod stats;
+pub mod trace;
 pub mod workload;

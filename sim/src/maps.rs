@@ -241,13 +241,13 @@ impl Maps {
             .collect()
     }
 
-    /// Entry @i of per-CPU array @name as CPU @cpu holds it (0 if absent).
-    pub fn percpu_entry(&self, name: &str, cpu: usize, i: usize) -> u64 {
-        self.by_addr
-            .values()
-            .find(|m| m.name == name)
-            .filter(|m| i < m.max_entries && cpu < self.nr_cpus)
-            .map_or(0, |m| m.array[cpu * m.max_entries + i])
+    /// Per-CPU array @name's u64 values on @cpu (None: no such map).
+    pub fn percpu_row(&self, name: &str, cpu: usize) -> Option<&[u64]> {
+        let m = self.by_addr.values().find(|m| m.name == name)?;
+        if m.kind != BPF_MAP_TYPE_PERCPU_ARRAY || m.words != 1 {
+            return None;
+        }
+        m.array.get(cpu * m.max_entries..(cpu + 1) * m.max_entries)
     }
 
     /// Every per-CPU array of 8-byte values, summed over CPUs.

@@ -39,15 +39,19 @@ pub struct ReportOptions {
 
 /// The fewest paired runs a row may rest on.
 pub const MIN_RUNS: usize = 7;
+/// Paired runs per row by default.
+pub const DEFAULT_RUNS: usize = 16;
+/// Simulations at once by default (the project's machines have 2 cores).
+pub const DEFAULT_JOBS: usize = 2;
 
 impl Default for ReportOptions {
     fn default() -> Self {
         ReportOptions {
             out: "docs/sim-report.md".into(),
             vm_counters: "docs/sim-vm-counters.json".into(),
-            runs_per_side: 16,
+            runs_per_side: DEFAULT_RUNS,
             base_seed: 1,
-            jobs: 2,
+            jobs: DEFAULT_JOBS,
             claims_only: false,
             verdicts_json: None,
         }
@@ -55,37 +59,23 @@ impl Default for ReportOptions {
 }
 
 impl ReportOptions {
-    /// Parses the report's command line (after `report`).
-    pub fn parse(args: &[String]) -> Result<ReportOptions> {
-        let mut o = ReportOptions::default();
-        let mut i = 0;
-        while i < args.len() {
-            let flag = args[i].as_str();
-            let mut val = || -> Result<String> {
-                i += 1;
-                args.get(i)
-                    .cloned()
-                    .with_context(|| format!("{flag} needs a value"))
-            };
-            match flag {
-                "--out" => o.out = val()?.into(),
-                "--vm-counters" => o.vm_counters = val()?.into(),
-                "--runs" => o.runs_per_side = val()?.parse().context("--runs: a number")?,
-                "--base-seed" => o.base_seed = val()?.parse().context("--base-seed: a number")?,
-                "--jobs" => o.jobs = val()?.parse().context("--jobs: a number")?,
-                "--verdicts-json" => o.verdicts_json = Some(val()?.into()),
-                "--claims-only" => o.claims_only = true,
-                a => bail!("unknown report option {a:?}"),
-            }
-            i += 1;
-        }
-        if o.runs_per_side < MIN_RUNS {
+    /// The options of `mosaic-sim report` (cli.rs), checked.
+    pub fn from_args(a: &crate::cli::ReportArgs) -> Result<ReportOptions> {
+        if a.runs < MIN_RUNS {
             bail!("--runs must be at least {MIN_RUNS}");
         }
-        if o.jobs == 0 {
+        if a.jobs == 0 {
             bail!("--jobs must be at least 1");
         }
-        Ok(o)
+        Ok(ReportOptions {
+            out: a.out.clone(),
+            vm_counters: a.vm_counters.clone(),
+            runs_per_side: a.runs,
+            base_seed: a.base_seed,
+            jobs: a.jobs,
+            claims_only: a.claims_only,
+            verdicts_json: a.verdicts_json.clone(),
+        })
     }
 }
 
@@ -695,8 +685,8 @@ fn verdict_cell(cl: &Claim, v: Verdict) -> String {
 /// Tally line of the verdicts over the test rows; the text checker reads it.
 const TALLY_PREFIX: &str = "Verdicts over the rows that test a claim:";
 
-pub fn main(args: &[String]) -> Result<()> {
-    let o = ReportOptions::parse(args)?;
+pub fn main(args: &crate::cli::ReportArgs) -> Result<()> {
+    let o = ReportOptions::from_args(args)?;
     let exe = std::env::current_exe()?;
     let dir = tempfile_dir()?;
     let started = std::time::Instant::now();
@@ -1218,17 +1208,31 @@ mod tests {
 
     #[test]
     fn report_options_have_defaults_and_refuse_too_few_runs() {
-        let o = ReportOptions::parse(&[]).unwrap();
-        assert!(o.runs_per_side >= MIN_RUNS && o.base_seed == 1 && o.jobs >= 1);
-        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        use clap::Parser;
+        let parse = |v: &[&str]| {
+            let mut argv = vec!["mosaic-sim", "report"];
+            argv.extend_from_slice(v);
+            let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+            match cli.command {
+                Some(crate::cli::Command::Report(r)) => ReportOptions::from_args(&r),
+                _ => panic!("not the report subcommand"),
+            }
+        };
+        let o = parse(&[]).unwrap();
+        let d = ReportOptions::default();
         assert_eq!(
-            ReportOptions::parse(&a(&["--runs", "9", "--base-seed", "7"]))
+            (o.runs_per_side, o.base_seed, o.jobs),
+            (d.runs_per_side, d.base_seed, d.jobs)
+        );
+        assert!(o.runs_per_side >= MIN_RUNS && !o.claims_only);
+        assert_eq!(
+            parse(&["--runs", "9", "--base-seed", "7"])
                 .unwrap()
                 .base_seed,
             7
         );
-        assert!(ReportOptions::parse(&a(&["--runs", "3"])).is_err());
-        assert!(ReportOptions::parse(&a(&["--bogus"])).is_err());
+        assert!(parse(&["--runs", "3"]).is_err());
+        assert!(parse(&["--jobs", "0"]).is_err());
     }
 
     #[test]

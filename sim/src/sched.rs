@@ -87,7 +87,7 @@ pub fn parse_sched_args(args: &[String]) -> Result<Opts> {
                 "--sched-arg: scx_mosaic's --help and --version only print (see scx_mosaic --help)"
             )
         }
-        Err(e) => bail!("--sched-arg: {}", first_line(&e)),
+        Err(e) => bail!("--sched-arg: {}", clap_error_line(&e)),
     };
     for (flag, what) in RUNTIME_ONLY_FLAGS {
         let arg = cmd.get_arguments().find(|a| a.get_long() == Some(flag));
@@ -98,14 +98,23 @@ pub fn parse_sched_args(args: &[String]) -> Result<Opts> {
             bail!("--sched-arg: --{flag} is runtime-only (it {what}): nothing to simulate");
         }
     }
-    Opts::from_arg_matches(&matches).map_err(|e| anyhow::anyhow!("--sched-arg: {}", first_line(&e)))
+    Opts::from_arg_matches(&matches)
+        .map_err(|e| anyhow::anyhow!("--sched-arg: {}", clap_error_line(&e)))
 }
 
-/// The first line of a clap error, without its "error: ".
-fn first_line(e: &clap::Error) -> String {
+/// A clap error's message on one line (its first paragraph, without
+/// "error: ", the usage and tips that follow).
+pub(crate) fn clap_error_line(e: &clap::Error) -> String {
     let text = e.to_string();
-    let line = text.lines().next().unwrap_or("bad arguments");
-    line.trim_start_matches("error: ").to_string()
+    let para: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    match para.join(" ").trim_start_matches("error: ") {
+        "" => "bad arguments".to_string(),
+        s => s.to_string(),
+    }
 }
 
 /// Address and sizes of the tunable @name, made writable.

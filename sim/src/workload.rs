@@ -64,7 +64,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
-    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup)"),
+    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs 100 us every probe_ms: its waits)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -667,7 +667,16 @@ pub struct Hogs {
     group_of: Vec<usize>,
     /// the groups are siblings under one parent cgroup (of weight 100)
     nested: bool,
+    /// a root-cgroup probe wakes this often to run PROBE_RUN_NS (0: none)
+    probe_period_ns: u64,
+    /// when the probe's current sleep ends (0: it is not asleep)
+    probe_wake_at: u64,
+    /// the probe's waits from the end of a sleep to its next run
+    probe_waits: Vec<u64>,
 }
+
+/// What the hogs' probe runs per wakeup (manylimits' probe: spin -s 100000).
+const PROBE_RUN_NS: u64 = 100_000;
 
 /// A ':'-separated list of numbers.
 fn colon_list(s: &str) -> Result<Vec<u64>> {
@@ -700,6 +709,9 @@ impl Hogs {
                 .flat_map(|(g, &n)| std::iter::repeat_n(g, n as usize))
                 .collect(),
             nested: o.get("nested", 0) != 0,
+            probe_period_ns: o.get("probe_ms", 0) * 1_000_000,
+            probe_wake_at: 0,
+            probe_waits: Vec::new(),
         })
     }
 }
@@ -722,11 +734,27 @@ impl Wl for Hogs {
                 v.push(t);
             }
         }
+        if self.probe_period_ns > 0 {
+            v.push(TaskSpec::simple("probe", 16 << 10));
+        }
         v
     }
     fn step(&mut self, t: usize, now: u64, _w: &mut Vec<usize>) -> Step {
         if now >= self.until_ns {
             return Step::Exit;
+        }
+        if t == self.started.len() {
+            // the probe: after a sleep it is on a CPU now, else it just ran
+            if self.probe_wake_at == 0 {
+                self.probe_wake_at = now + self.probe_period_ns;
+                return Step::Sleep(self.probe_period_ns);
+            }
+            if now >= self.from_ns {
+                self.probe_waits
+                    .push(now.saturating_sub(self.probe_wake_at));
+            }
+            self.probe_wake_at = 0;
+            return Step::Run(PROBE_RUN_NS);
         }
         if !self.started[t] {
             self.started[t] = true;
@@ -750,7 +778,16 @@ impl Wl for Hogs {
             .collect();
         let lo = per_weight.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = per_weight.iter().copied().fold(0.0, f64::max);
+        let mut waits = self.probe_waits.clone();
+        waits.sort_unstable();
+        let probe = (!waits.is_empty()).then(|| {
+            json!({"runs": waits.len(),
+                   "mean_wait_us": waits.iter().sum::<u64>() as f64 / waits.len() as f64 / 1e3,
+                   "p99_wait_us": waits[waits.len() * 99 / 100] as f64 / 1e3,
+                   "max_wait_us": waits[waits.len() - 1] as f64 / 1e3})
+        });
         json!({"counts": self.counts, "weights": self.weights, "window_ms": self.window_ms,
+               "probe": probe,
                "window_from_s": self.from_ns as f64 / 1e9,
                "share_min_over_max": if hi > 0.0 { lo / hi } else { 0.0 }})
     }

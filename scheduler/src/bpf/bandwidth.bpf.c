@@ -87,6 +87,7 @@ struct bw_cgroup {
 	u64 throttles;	  /* times the pool ran dry (stats, per cgroup) */
 	u64 throttled_ns; /* time throttled, ended stretches (stats) */
 	u64 burst_ns;	  /* cpu.max.burst (stats) */
+	u64 debt_max_ns;  /* the most overdraft carried into new periods */
 	u32 unpark;	  /* on the unpark ring: parked tasks to move back */
 	u32 in_wheel;	  /* on a refill wheel bucket's list */
 	u32 wheel_next;	  /* next slot + 1 on that list; 0: the last */
@@ -189,10 +190,29 @@ static __always_inline void bw_timer_in(u64 delay_ns)
 		bpf_timer_start(&t->timer, delay_ns, 0);
 }
 
-/* The most a CPU may owe slot @s's pool into a new period. */
+/* The most slot @s's pool may owe into a new period (bw_debt_limit()). */
 static __always_inline s64 bw_debt_max(const struct bw_cgroup *s)
 {
-	return s->quota_ns > BW_BORROW_NS ? s->quota_ns : BW_BORROW_NS;
+	return s->debt_max_ns;
+}
+
+/*
+ * The debt a pool of @quota_ns per @period_ns carries into new periods: what
+ * its refills pay back within wait_target_ns, but at least a quota and a
+ * borrow. A run is charged in full when it ends, and a run can cost far more
+ * than the quota (ticks of 4 ms against 1 ms quotas; a hypervisor that
+ * deschedules the vCPU): an unbounded debt would park the cgroup's tasks for
+ * as many periods, past the watchdog's timeout. One quota forgave too much:
+ * 1 ms per 16.7 ms ran 1.5 quotas under TCG, where the kernel's scheduler
+ * holds it.
+ */
+static __always_inline u64 bw_debt_limit(u64 quota_ns, u64 period_ns)
+{
+	u64 debt = period_ns ? quota_ns * (wait_target_ns / period_ns) : 0;
+
+	if (debt < quota_ns)
+		debt = quota_ns;
+	return debt > BW_BORROW_NS ? debt : BW_BORROW_NS;
 }
 
 /*
@@ -248,14 +268,8 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left)
 	if (!s || !s->quota_ns || !(b = bw_budget_of(slot, s)))
 		return true;
 	if (b->gen != s->gen) {
-		/*
-		 * A new period: what was left expired; a debt stays, up to one
-		 * quota (at least a borrow). A run is charged in full when it
-		 * ends, and under a hypervisor that deschedules the vCPU one
-		 * run can cost far more than the quota: an unbounded debt
-		 * would hold the cgroup's tasks for as many periods, and a cap
-		 * of one borrow forgives enough to run over the quota.
-		 */
+		/* a new period: what was left expired; a debt stays, up to
+		 * bw_debt_max() */
 		b->gen = s->gen;
 		debt_max = bw_debt_max(s);
 		if (b->budget_ns > 0)
@@ -275,6 +289,17 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left)
 	*left = b->budget_ns;
 	if (b->budget_ns > 0)
 		return true;
+	/*
+	 * Out of budget: an overdraft (a run is charged when it ends, at a tick
+	 * at the earliest) becomes the pool's debt, paid from the next refills
+	 * before the cgroup runs again. Kept on this CPU's entry, it was paid
+	 * only when the cgroup ran here next: a hog that moved between 4 CPUs
+	 * ran a tick each period, and 1 ms quotas per 16.7 ms gave 1.7 quotas.
+	 */
+	if (b->budget_ns < 0) {
+		__sync_fetch_and_add(&s->pool_ns, b->budget_ns);
+		b->budget_ns = 0;
+	}
 	if (!s->throttled_at) {
 		s->throttled_at = scx_bpf_now() ?: 1;
 		s->throttles++;
@@ -422,7 +447,7 @@ __noinline u32 bw_unpark_cgroup(u64 cgid)
 			wait_after_park(tctx, now);
 		cpu = scx_bpf_task_cpu(p);
 		dsq = queue_dsq_of(p, cpu);
-		vtime = task_queue_vtime(p, cpu, 0);
+		vtime = task_queue_vtime(p, cpu, 0, 0);
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);
 		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0)) {
 			count_moved_in(dsq);
@@ -770,6 +795,7 @@ static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
 	s->max_pool_ns = (quota_us + burst_us) * 1000;
 	s->burst_ns = burst_us * 1000;
 	s->quota_ns = quota_us * 1000;
+	s->debt_max_ns = bw_debt_limit(s->quota_ns, s->period_ns);
 	s->pool_ns = s->quota_ns;
 	s->gen++;
 	s->next_refill = scx_bpf_now() + s->period_ns;

@@ -26,11 +26,9 @@ enum mosaic_limits {
 	 * other LLCs (all of them on machines with that few) */
 	STEAL_PROBES = 8,
 	/* a CPU pulling from its own shard looks at this many tasks for one
-	 * already on its runqueue (shard.bpf.c); 16 rather than 4 halved the
-	 * pulls off other runqueues under hackbench (2llc-smt, TCG). On 1llc
-	 * hackbench (TCG, 5 rounds, two boots) dispatch cost 105 / 96 / 64 us
-	 * per call at 2 / 4 / 16, and 56 / 63 / 70 us at 16 / 32 / 64: fewer
-	 * migrations below 16, longer walks (a DSQ lock per step) above */
+	 * already on its runqueue (shard.bpf.c): dispatch's measured cost is
+	 * lowest here - shorter walks pull more tasks off other runqueues,
+	 * longer ones take a DSQ lock per step (docs/bench/analysis.md) */
 	SAME_RQ_LOOK_AHEAD = 16,
 	/* CPUs of its partition a task outside it looks at for a swap */
 	GROUP_SWAP_PROBES = 8,

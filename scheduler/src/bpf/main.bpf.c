@@ -21,8 +21,10 @@
  * turns when many crowd it (shard.bpf.c). Every decision a
  * user might question has a counter (intf.h).
  *
- * This file is only the ops table; each mechanism lives in its own file,
- * included below so that the whole scheduler is one translation unit.
+ * This file holds the task ops and the ops table; each mechanism lives in its
+ * own file, included below so that the whole scheduler is one translation
+ * unit. weight.bpf.c defines the cgroup ops and bandwidth.bpf.c
+ * ops.cgroup_set_bandwidth (docs/design.md).
  */
 #include "mosaic.bpf.h"
 

@@ -339,9 +339,10 @@ static __always_inline u64 task_share_cached(struct task_struct *p,
 static void vtime_init(void);
 static __always_inline void vtime_enable(struct task_struct *p,
 					 struct task_ctx *tctx);
-/* the vtime @p queues with on a queue of @cpu's LLC */
+/* the vtime @p queues with on @dsq (0: not ordered by the clock), a queue of
+ * @cpu's LLC */
 static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
-					    u64 enq_flags);
+					    u64 enq_flags, u64 dsq);
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now);
 /* how long the task ran, stopping at @now */

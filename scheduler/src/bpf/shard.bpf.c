@@ -22,10 +22,10 @@
  * walk order (after its own, wrapping, so that the CPUs of one shard do not
  * all raid the same neighbour), but first from the one with the oldest head
  * (smallest vtime) if that head is more than a slice older than the first
- * in walk order: walk order alone, with four shards in an LLC, ran a 3:1
- * cpu.weight split at 2.2-2.4:1 (test_llc_balance, one vCPU per shard), the
- * slice rule at 2.9-3.1:1 (TCG). Queueing a task kicks an idle CPU of the
- * LLC so that it pulls at once. With
+ * in walk order: with more than two shards in an LLC, walk order alone lets
+ * a young head run while an older one waits, and cpu.weight splits drift
+ * (test_llc_balance). Queueing a task kicks an idle CPU of the LLC so that
+ * it pulls at once. With
  * --no-shared-runq every task waits on its CPU's own queue and a CPU about to
  * idle pulls from the busiest CPU queue of its LLC, else of the machine: the
  * seed's NO_SHARED_RUNQ baseline, the kernel's newidle balance (a scan of
@@ -37,15 +37,15 @@
  * CPU_QUEUE_FULL_SLICES of them wait on its own queue, the CPU's dispatch
  * shortens the slices it starts so that they all take a turn within that
  * many slices (down to min_slice_ns each), as the kernel's fair class gives
- * a crowded runqueue shorter turns. Full slices let 45 stress-ng workers
- * that pinned themselves to one vCPU wait 4.7 s (16cpu, TCG).
+ * a crowded runqueue shorter turns: with full slices a crowd pinned to one
+ * CPU makes each of them wait seconds.
  * In a virtual machine's guest (--same-rq-pull, default auto), a CPU takes
  * from its own shard, among the first SAME_RQ_LOOK_AHEAD tasks within a
  * slice of the head's vtime, one whose runqueue is already its own (a shard
  * holds the tasks of all its CPUs): taking a task off another CPU's runqueue
  * migrates it under both runqueue locks, and a vCPU that the host preempted
- * while holding one stalls the taker. Under TCG such a pull cost about 20x
- * one from the CPU's own runqueue (hackbench, 2llc-smt). It passes the head
+ * while holding one stalls the taker (docs/bench/analysis.md measures it
+ * under TCG). It passes the head
  * over only if the head is on the runqueue of a CPU of the shard, which will
  * take it. On bare metal the walk's DSQ locking costs more than it saves
  * (simulator, ryzen-7950x).
@@ -86,9 +86,10 @@ static s32 shard_init(void)
 static __always_inline void queue_on_cpu(struct task_struct *p, s32 cpu,
 					 u64 enq_flags)
 {
-	scx_bpf_dsq_insert_vtime(p, cpu_dsq_id(cpu), slice_ns,
-				 task_queue_vtime(p, cpu, enq_flags),
-				 enq_flags);
+	scx_bpf_dsq_insert_vtime(
+		p, cpu_dsq_id(cpu), slice_ns,
+		task_queue_vtime(p, cpu, enq_flags, cpu_dsq_id(cpu)),
+		enq_flags);
 	stat_inc(STAT_CPU_ENQUEUES);
 }
 
@@ -98,9 +99,10 @@ static __always_inline void queue_on_shard(struct task_struct *p, s32 cpu,
 {
 	u32 shard = shard_of(cpu);
 
-	scx_bpf_dsq_insert_vtime(p, shard_dsq_id(shard), slice_ns,
-				 task_queue_vtime(p, cpu, enq_flags),
-				 enq_flags);
+	scx_bpf_dsq_insert_vtime(
+		p, shard_dsq_id(shard), slice_ns,
+		task_queue_vtime(p, cpu, enq_flags, shard_dsq_id(shard)),
+		enq_flags);
 	stat_inc(STAT_SHARD_ENQUEUES);
 	count(&shard_enqueues, shard);
 }
@@ -122,22 +124,31 @@ static __always_inline void queue_task(struct task_struct *p, s32 cpu,
  * @cpu's dispatch saw @n tasks waiting on its own queue: up to
  * CPU_QUEUE_FULL_SLICES take turns at full slices; more share that many
  * slices a round, at least min_slice_ns each, so that the last waits about
- * CPU_QUEUE_FULL_SLICES slices, not n. With none, the queue's clock
- * (vtime.bpf.c) starts afresh. The largest @n is STAT_CPU_QUEUE_MAX. Off with
- * --no-shared-runq, whose per-CPU queues model the kernel's runqueues (seed
- * 000's baseline).
+ * CPU_QUEUE_FULL_SLICES slices, not n. The same holds for its shard's crowd,
+ * counted per CPU of the LLC: with 200 busy cgroups on 4 CPUs a round of full
+ * slices took a second, beyond wait_target_ns, so every waiter was late, the
+ * LLC's clock crawled at its floor rate and order among them was lost. With
+ * none, the queue's clock (vtime.bpf.c) starts afresh. The largest @n is
+ * STAT_CPU_QUEUE_MAX. Off with --no-shared-runq, whose per-CPU queues model
+ * the kernel's runqueues (seed 000's baseline).
  */
 static __always_inline void cpu_queue_note(s32 cpu, u32 n)
 {
 	struct cpu_queue *q = cpu_queue_of(cpu);
+	u32 llc = llc_of(cpu), crowd = n, shard_crowd;
 	u64 slice = 0;
 
 	if (no_shared_runq)
 		return;
 	if (n)
 		stat_max(STAT_CPU_QUEUE_MAX, n);
-	if (n > CPU_QUEUE_FULL_SLICES) {
-		slice = CPU_QUEUE_FULL_SLICES * slice_ns / n;
+	shard_crowd = scx_bpf_dsq_nr_queued(shard_dsq_id(shard_of(cpu))) *
+		      llc_nr_shards[llc & (MAX_LLCS - 1)] /
+		      (llc_nr_cpus[llc & (MAX_LLCS - 1)] ?: 1);
+	if (shard_crowd > crowd)
+		crowd = shard_crowd;
+	if (crowd > CPU_QUEUE_FULL_SLICES) {
+		slice = CPU_QUEUE_FULL_SLICES * slice_ns / crowd;
 		if (slice < min_slice_ns)
 			slice = min_slice_ns;
 	}

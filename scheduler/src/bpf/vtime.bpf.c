@@ -16,9 +16,8 @@
  * compare-and-swap. A queued task's vtime is kept in a window around it:
  * - not behind it at all if the task wakes up: a sleeper keeps no credit, so
  *   it cannot monopolise the LLC, and the brief runs of woken tasks move the
- *   clock (with a slice of credit they entered behind it, ran, and left it
- *   where it was, while a task queued just ahead waited behind an endless
- *   stream of them: the watchdog's own kworker, 2 s, in hackbench runs);
+ *   clock (with credit they would enter behind it and leave it where it was,
+ *   and a task queued just ahead would wait behind an endless stream of them);
  *   at most REQUEUE_LAG_SLICES of real time behind (in vtime at the rate
  *   the LLC's load gives its clock if shares hold, at least 1 ns per ns:
  *   see vtime_note_llc_load()), or for a task heavier than nice 0 as many
@@ -43,9 +42,8 @@
  * queued, if it is behind (by at most the requeue lag). Their vtimes climb
  * at their share of one CPU, while the LLC's clock moves with the whole
  * LLC, or crawls when none of its queued starts is ahead of it: against the
- * LLC's clock a woken pinned task queued behind every pinned task that kept
- * its lag, until they had climbed it (24 spinners pinned to one vCPU: the
- * probe's main thread, woken there, waited 8.3 to 16 s).
+ * LLC's clock a woken pinned task would queue behind every pinned task that
+ * kept its lag, for seconds, until they had climbed it.
  * A task that crosses LLCs (stolen, or woken elsewhere) keeps its distance
  * to its old LLC's clock. sched_yield() charges the yielder a slice, so the
  * tasks within a slice of it run first. Runtime is measured from
@@ -57,13 +55,8 @@
  * SCHED_IDLE and nice -20 (1 : 8668) make fair waits of many seconds. The
  * lead bound turns a small share into "runs less often" only while the wait
  * stays under wait_target_ns (an eighth of the watchdog timeout, at most
- * 500 ms); every task that waits less keeps its exact share. Measured on
- * 4- to 16-CPU guests (TCG, noisy): under stress-ng with nice 19, SCHED_IDLE
- * and sched_yield loops the longest wait went from 7-24 s to 1.0-2.0 s; under
- * hackbench -g 4 -l 200 with SCX_TIMEOUT_MS=2000 (2llc-smt, 4llc, 16cpu, 3
- * runs each) from 1.3-4.9 s to 0.2-0.8 s, no ejection in 9, as scx_p2dq; on
- * 4llc with the host's cores also running 4 busy loops, a lead of at least a
- * slice was ejected in 3 of 3 runs, the forced clock rate in 0 of 3 (p2dq 0).
+ * 500 ms); every task that waits less keeps its exact share (the gauntlet
+ * and make watchdog hold it to that: docs/reliability.md).
  * One clock per LLC, not one global: it is written whenever a queued task
  * starts, and a single global line would bounce between every CPU of the
  * machine. Tasks compared against each other (in one shard, or across the
@@ -265,15 +258,39 @@ static __always_inline u64 task_requeue_lag(struct task_struct *p,
 }
 
 /*
- * Vtime at which @p is queued in the LLC of @cpu (on @cpu's own queue if it
- * is in a pinned crowd, see queue_clock()): its own, rebased to that LLC, and
- * not behind the clock if it wakes up, at most REQUEUE_LAG_SLICES if it was
- * runnable all along (it earned that lag by running less than its share); ahead
- * of it by at most a slice plus what its last run cost it, and at most
+ * The floor of a woken task queued on @dsq (0: none) at @clock: the clock,
+ * or, if the clock was forced past that queue's head (clock_rate_update()),
+ * the head's vtime plus what @p's last run cost it. Behind the clock, it
+ * queues after the head, but not after every task the forced clock passed:
+ * those are late, and a task of large share (a root-cgroup task beside
+ * hundreds of busy cgroups) waited for all of them, 0.6 s a wakeup at 200
+ * cgroups. Each queued task still becomes the head and then goes before
+ * every later waker, and a waker's own vtime still grows by what it runs.
+ */
+static __always_inline u64 woken_floor(struct task_struct *p,
+				       struct task_ctx *tctx, u64 dsq,
+				       u64 clock)
+{
+	struct task_struct *head;
+	u64 at;
+
+	if (!dsq || !(head = __COMPAT_scx_bpf_dsq_peek(dsq)))
+		return clock;
+	at = head->scx.dsq_vtime + (tctx ? tctx->last_charge : slice_ns);
+	return time_before(at, clock) ? at : clock;
+}
+
+/*
+ * Vtime at which @p is queued on @dsq (0: not a queue the LLC's clock
+ * orders) in the LLC of @cpu (on @cpu's own queue if it is in a pinned
+ * crowd, see queue_clock()): its own, rebased to that LLC, and not behind the
+ * clock if it wakes up (woken_floor()), at most REQUEUE_LAG_SLICES if it was
+ * runnable all along (it earned that lag by running less than its share);
+ * ahead of it by at most a slice plus what its last run cost it, and at most
  * llc_max_lead().
  */
 static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
-					    u64 enq_flags)
+					    u64 enq_flags, u64 dsq)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 	u32 llc = llc_of(cpu);
@@ -285,7 +302,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 	/* never more than the (task's) lag behind the LLC's clock itself */
 	floor = queue_keeps_lag(p, enq_flags)
 			? *llc_vtime(llc) - task_requeue_lag(p, tctx, max_lag)
-			: clock;
+			: woken_floor(p, tctx, dsq, clock);
 	lead = llc_max_lead(llc);
 	if (tctx) {
 		if (tctx->last_charge + slice_ns < lead)

@@ -466,7 +466,7 @@ static __always_inline bool idle_cgroup_queue(struct task_struct *p,
 	if (!tctx->in_idle_cgroup || task_is_pinned(p))
 		return false;
 	scx_bpf_dsq_insert_vtime(p, idle_dsq_id(llc), slice_ns,
-				 task_queue_vtime(p, cpu, enq_flags),
+				 task_queue_vtime(p, cpu, enq_flags, 0),
 				 enq_flags);
 	stat_inc(STAT_IDLE_CGROUP_QUEUED);
 	return true;

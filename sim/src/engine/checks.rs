@@ -13,6 +13,9 @@ impl Engine {
         for m in msgs {
             self.violation(m);
         }
+        if let Some(tr) = &mut self.tracer {
+            tr.counts(now, self.nr_waiting, self.nr_idle);
+        }
         self.push(now + 1_000_000, Ev::Check);
     }
 

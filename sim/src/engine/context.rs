@@ -4,7 +4,9 @@
 //! duration of one call (a scope guard removes it, also on unwind), and the
 //! kfunc shims take it back with `with_engine`, which panics clearly if no
 //! engine is installed. There is no global engine and no `static mut`.
+use super::state::Ctx;
 use super::Engine;
+use crate::trace::Decision;
 use std::cell::Cell;
 use std::ptr::null_mut;
 
@@ -50,7 +52,11 @@ impl Engine {
     pub(super) fn call<R>(&mut self, f: impl FnOnce(&super::ops::Ops) -> R) -> R {
         let ops = self.ops;
         let (kfuncs, iters) = (self.kfuncs_run, loop_iters());
+        let decision = self.tracer.is_some().then(|| self.trace_before()).flatten();
         let r = self.lend(|| f(&ops));
+        if let Some(d) = decision {
+            self.trace_after(d);
+        }
         let work = (self.kfuncs_run - kfuncs) + (loop_iters() - iters);
         self.bpf_work.callbacks += 1;
         self.bpf_work.kfunc_calls += self.kfuncs_run - kfuncs;
@@ -59,6 +65,33 @@ impl Engine {
         let cpu = self.cur_cpu;
         self.cpus[cpu].overhead += work as f64 * self.cfg.costs.bpf_work_ns;
         r
+    }
+}
+
+impl Engine {
+    /// With --trace, before a callback that places a task (select_cpu,
+    /// enqueue, dispatch): reads the calling CPU's counters (trace.rs says
+    /// why) and says which decision the callback makes.
+    fn trace_before(&mut self) -> Option<Decision> {
+        let d = match self.ctx {
+            Ctx::Select { t } => Decision::Select { t },
+            Ctx::Enqueue { t } => Decision::Enqueue { t },
+            Ctx::Dispatch { cpu } => Decision::Dispatch { cpu },
+            Ctx::None | Ctx::Other => return None,
+        };
+        let row = self.maps.percpu_row("stats", self.cur_cpu)?;
+        self.tracer.as_mut()?.before_call(row);
+        Some(d)
+    }
+
+    /// After trace_before's callback: the counters that moved name its path.
+    fn trace_after(&mut self, d: Decision) {
+        if let (Some(tr), Some(row)) = (
+            self.tracer.as_mut(),
+            self.maps.percpu_row("stats", self.cur_cpu),
+        ) {
+            tr.after_call(d, row, self.now);
+        }
     }
 }
 

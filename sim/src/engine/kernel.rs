@@ -222,6 +222,9 @@ pub(super) fn wake(e: &mut Engine, t: usize, from: usize, sync: bool) {
         e.m.cpu(from).llc == e.m.cpu(cpu).llc
     };
     let queued = e.ops_flags & ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP != 0 && cpu != from && !share;
+    if let Some(tr) = &mut e.tracer {
+        tr.wake(e.now, from, t, cpu, queued);
+    }
     if queued {
         e.wakeups_queued += 1;
         e.cpus[from].overhead += costs.ttwu_queue_ns + costs.line(e.m.dist(from, cpu));
@@ -317,7 +320,10 @@ fn balance_scans(e: &Engine, cpu: usize) -> u64 {
         .iter()
         .position(|n| *n == "steal_scans")
         .expect("intf.h has a steal_scans counter");
-    e.maps.percpu_entry("stats", cpu, idx)
+    e.maps
+        .percpu_row("stats", cpu)
+        .and_then(|row| row.get(idx).copied())
+        .unwrap_or(0)
 }
 
 /// Charges @cpu the cost model's balance_scan_ns for each balance attempt
@@ -448,20 +454,15 @@ pub(super) fn schedule_preempt(e: &mut Engine, cpu: usize) {
         }
     }
     schedule(e, cpu);
-    if let Some(t) = e.cpus[cpu].curr {
-        if e.cfg.trace
-            && e.trace.last().is_some_and(|s| s.1 != t || s.0 != cpu)
-            && e.trace.len() < e.cfg.trace_limit
-        {
-            e.trace.push((cpu, t, e.now, u64::MAX));
-        }
-    }
 }
 
 /// Takes @cpu's current task off it (no callbacks).
 fn stop_curr(e: &mut Engine, cpu: usize) {
     e.cpus[cpu].curr = None;
     e.cpus[cpu].gen += 1;
+    if let Some(tr) = &mut e.tracer {
+        tr.stop(e.now, cpu);
+    }
 }
 
 /// Runs the first task of @cpu's local DSQ, or idles.
@@ -504,11 +505,13 @@ fn pick_next(e: &mut Engine, cpu: usize) {
     e.ctx_switches += 1;
     let c = &e.cfg.costs;
     let mut ovh = c.ctx_switch_ns * if e.tasks[t].spec.mm_switch { 1.2 } else { 1.0 };
-    if let Some(last) = e.tasks[t].last_ran {
-        let d = e.m.dist(last, cpu);
-        if d != Dist::Same {
-            e.migrations[d as usize] += 1;
-            ovh += c.refill(e.tasks[t].spec.ws_bytes, d);
+    let last = e.tasks[t].last_ran;
+    let mut dist = Dist::Same;
+    if let Some(last) = last {
+        dist = e.m.dist(last, cpu);
+        if dist != Dist::Same {
+            e.migrations[dist as usize] += 1;
+            ovh += c.refill(e.tasks[t].spec.ws_bytes, dist);
         }
     }
     e.tasks[t].last_ran = Some(cpu);
@@ -522,8 +525,9 @@ fn pick_next(e: &mut Engine, cpu: usize) {
         let next = (e.now.saturating_sub(phase) / tick + 1) * tick + phase;
         e.push(next, Ev::Tick { cpu });
     }
-    if e.cfg.trace && e.trace.len() < e.cfg.trace_limit {
-        e.trace.push((cpu, t, e.now, u64::MAX));
+    if let Some(tr) = &mut e.tracer {
+        let since = e.tasks[t].runnable_since;
+        tr.start(e.now, cpu, t, since, last, dist as usize);
     }
     set_ctx(e, cpu, Ctx::Other);
     let p = e.tasks[t].p;
@@ -567,7 +571,6 @@ pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
             e.tasks[t].in_step = false;
             update_curr(e, cpu);
             let p = e.tasks[t].p;
-            close_trace(e, cpu, t);
             stop_curr(e, cpu);
             if let Step::Sleep(ns) = step {
                 e.push(e.now + ns, Ev::TimerWake { t });
@@ -595,22 +598,6 @@ pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
             }
             schedule(e, cpu);
         }
-    }
-}
-
-/// Ends @t's open trace segment on @cpu at now.
-pub(super) fn close_trace(e: &mut Engine, cpu: usize, t: usize) {
-    if !e.cfg.trace {
-        return;
-    }
-    if let Some(seg) = e
-        .trace
-        .iter_mut()
-        .rev()
-        .take(4096)
-        .find(|s| s.0 == cpu && s.1 == t && s.3 == u64::MAX)
-    {
-        seg.3 = e.now;
     }
 }
 

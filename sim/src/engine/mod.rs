@@ -5,7 +5,7 @@
 //! `locks` (lock wait accounting), `idle` (idle masks, idle CPU picking),
 //! `kernel` (the rules: wakeup, enqueue, schedule, pick_next, preemption),
 //! `run` (loading the scheduler, the event loop), `checks` (invariants),
-//! `outcome` (result JSON and trace), `ops` (the scheduler's callbacks) and
+//! `outcome` (result JSON), `ops` (the scheduler's callbacks) and
 //! `context` (how the kfuncs reach the engine). This file holds the engine
 //! itself and the small services the kfuncs ask of it.
 //!
@@ -15,6 +15,11 @@
 //! Borrowing: callbacks into the scheduler re-enter the engine through the
 //! kfuncs, so the engine is lent to them for each call into C
 //! (`Engine::lend`, context.rs); engine code passes `&mut Engine` explicitly.
+//!
+//! Tracing (--trace, trace.rs): `tracer` is None unless asked for; when set,
+//! it is fed where a task starts and leaves a CPU (kernel.rs: pick_next,
+//! stop_curr), at each wakeup (wake), each periodic check, and around the
+//! callbacks that place tasks (context.rs: Engine::call).
 use crate::ffi::{self, task_struct};
 use crate::machine::Machine;
 use crate::maps::Maps;
@@ -84,7 +89,8 @@ pub struct Engine {
     enqueue_matched: u64,
     custody_dequeued: u64,
     pub violations: Vec<String>,
-    trace: Vec<(usize, usize, u64, u64)>,
+    /// --trace's recorder (trace.rs)
+    tracer: Option<Box<crate::trace::Tracer>>,
     group_llc_ns: BTreeMap<usize, Vec<u64>>,
     wakeups_remote_lock: u64,
     wakeups_queued: u64,
@@ -150,7 +156,7 @@ impl Engine {
             enqueue_matched: 0,
             custody_dequeued: 0,
             violations: Vec::new(),
-            trace: Vec::new(),
+            tracer: cfg.trace.map(|l| Box::new(crate::trace::Tracer::new(l, n))),
             group_llc_ns: BTreeMap::new(),
             wakeups_remote_lock: 0,
             wakeups_queued: 0,
@@ -266,6 +272,13 @@ impl Engine {
     pub fn task_cgroup(&self, t: usize) -> *mut ffi::cgroup {
         self.cgroups[self.tasks[t].spec.cgroup]
     }
+
+    /// The trace of the run (--trace), its slices under way ended now.
+    pub fn take_trace(&mut self) -> Option<Box<crate::trace::Tracer>> {
+        let mut tr = self.tracer.take()?;
+        tr.finish(self.now);
+        Some(tr)
+    }
 }
 
 #[cfg(test)]
@@ -315,8 +328,7 @@ pub(crate) mod tests {
             hz: 1000,
             costs: Costs::default(),
             max_ns: 1_000_000_000,
-            trace: false,
-            trace_limit: 0,
+            trace: None,
             watchdog_ns: 30_000_000_000,
             idle_bound_ns: 20_000_000,
             ops_flags_or: 0,

@@ -1,5 +1,5 @@
 //! What a run produces: the result JSON (Outcome), the latency percentile
-//! summary, and the Chrome trace of the CPUs' run segments.
+//! summary (the trace is trace.rs's).
 use super::Engine;
 use crate::cost::DIST_NAMES;
 use serde_json::{json, Value};
@@ -99,19 +99,5 @@ impl Engine {
             "costs": self.cfg.costs,
         });
         Outcome { json, ok }
-    }
-
-    /// Chrome trace events (Perfetto loads them): one track per CPU.
-    pub fn trace_json(&self) -> Value {
-        let mut ev = Vec::new();
-        for c in 0..self.cpus.len() {
-            ev.push(json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": c, "args": {"name": format!("CPU {c}")}}));
-        }
-        for &(cpu, t, s, e) in &self.trace {
-            let e = if e == u64::MAX { self.now } else { e };
-            ev.push(json!({"name": format!("{}[{}]", self.tasks[t].spec.name, t + 1), "ph": "X", "pid": 1, "tid": cpu,
-                           "ts": s as f64 / 1000.0, "dur": (e.saturating_sub(s)) as f64 / 1000.0}));
-        }
-        json!({"traceEvents": ev, "displayTimeUnit": "ns"})
     }
 }

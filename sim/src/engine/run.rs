@@ -1,8 +1,7 @@
 //! One simulation: loading the scheduler (ops.init, CPUs, cgroups, tasks),
 //! the event loop, what each event does, and ops.exit.
 use super::kernel::{
-    close_trace, flush_kicks, next_step, schedule, schedule_preempt, set_ctx, settle_work,
-    update_curr, wake,
+    flush_kicks, next_step, schedule, schedule_preempt, set_ctx, settle_work, update_curr, wake,
 };
 use super::locks::LockId;
 use super::outcome::Outcome;
@@ -224,7 +223,6 @@ pub(super) fn on_event(e: &mut Engine, ev: Ev) {
             e.cpus[cpu].tick_pending = true;
             e.push(e.now + tick, Ev::Tick { cpu });
             if unsafe { *ffi::sim_task_slice(p) } == 0 {
-                close_trace(e, cpu, t);
                 e.cpus[cpu].gen += 1;
                 schedule_preempt(e, cpu);
             }
@@ -234,7 +232,6 @@ pub(super) fn on_event(e: &mut Engine, ev: Ev) {
             None => schedule(e, cpu),
             Some(t) => {
                 if unsafe { *ffi::sim_task_slice(e.tasks[t].p) } == 0 {
-                    close_trace(e, cpu, t);
                     schedule_preempt(e, cpu);
                 } else {
                     e.cpus[cpu].resched_pending = false;

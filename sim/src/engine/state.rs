@@ -262,8 +262,8 @@ pub struct Config {
     pub hz: u64,
     pub costs: Costs,
     pub max_ns: u64,
-    pub trace: bool,
-    pub trace_limit: usize,
+    /// --trace: what the trace records (None: no trace, no cost)
+    pub trace: Option<crate::trace::TraceLimits>,
     pub watchdog_ns: u64,
     /// bound for "idle while an allowed task waits in its LLC" (ns)
     pub idle_bound_ns: u64,
