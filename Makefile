@@ -69,8 +69,8 @@ sim-report:
 	cargo build --release -p mosaic-sim
 	target/release/mosaic-sim report --out docs/sim-report.md
 
-# The seed report's verdicts from two base RNG seeds must agree (about a
-# minute on two cores, so not in cargo test's default set)
+# The seed report's verdicts from two base RNG seeds must agree (two runs of
+# the seed table: minutes on two cores, so not in cargo test's default set)
 .PHONY: sim-verdicts
 sim-verdicts:
 	cargo test --release -p mosaic-sim --test report_verdicts -- --ignored

@@ -40,7 +40,7 @@ pub struct ReportOptions {
 /// The fewest paired runs a row may rest on.
 pub const MIN_RUNS: usize = 7;
 /// Paired runs per row by default.
-pub const DEFAULT_RUNS: usize = 16;
+pub const DEFAULT_RUNS: usize = 48;
 /// Simulations at once by default (the project's machines have 2 cores).
 pub const DEFAULT_JOBS: usize = 2;
 
@@ -1191,7 +1191,7 @@ mod tests {
                 if l.starts_with("- **") && l.contains(&format!("change {cell}")) {
                     l.replacen(
                         &format!("change {cell}"),
-                        "change +99.9 % [+99.0, +99.9] (n = 16)",
+                        "change +99.9 % [+99.0, +99.9] (n = 48)",
                         1,
                     )
                 } else {
@@ -1202,7 +1202,7 @@ mod tests {
             .join("\n");
         assert!(check_text_against_tables(&altered).is_err());
         // too few runs
-        let few = REPORT.replace("(n = 16)", "(n = 3)");
+        let few = REPORT.replace(&format!("(n = {DEFAULT_RUNS})"), "(n = 3)");
         assert!(check_text_against_tables(&few).is_err());
     }
 

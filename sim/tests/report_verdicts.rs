@@ -1,7 +1,7 @@
 //! The seed report's verdicts do not depend on the base RNG seed: the
 //! report's rows run from two base seeds, and every row's verdict must be
-//! the same. Slow (two full sets of the report's simulations, about a
-//! minute on two cores): `make sim-verdicts` runs it.
+//! the same. Slow (two full sets of the report's simulations, minutes on
+//! two cores): `make sim-verdicts` runs it.
 use serde_json::Value;
 use std::process::Command;
 
