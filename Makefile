@@ -83,6 +83,12 @@ sim-report:
 	cargo build --release -p mosaic-sim
 	target/release/mosaic-sim report --out docs/sim-report.md
 
+# The seed report's verdicts from two base RNG seeds must agree (two runs of
+# the seed table: minutes on two cores, so not in cargo test's default set)
+.PHONY: sim-verdicts
+sim-verdicts:
+	cargo test --release -p mosaic-sim --test report_verdicts -- --ignored
+
 # scx_mosaic's counters in the VM presets the simulator models -> docs/sim-vm-counters.json,
 # which sim-report puts next to the simulator's (boots 4 VMs: 3-20 min under TCG, depending on the host).
 .PHONY: sim-vm-counters

@@ -70,6 +70,13 @@ pub struct Opts {
     #[arg(long)]
     pub no_prev_first: bool,
 
+    /// Disable Mosaic's pair rule (beyond the seeds): a sync wakeup within a
+    /// pair of tasks that wake each other no longer runs the wakee on the
+    /// waker's CPU, so seed 002's prev check decides alone (an A/B of that
+    /// check alone: --no-wake-pair with and without --no-prev-first).
+    #[arg(long)]
+    pub no_wake_pair: bool,
+
     /// Disable seed 003's overload gate: a CPU going idle always scans other
     /// LLCs for work to steal, even when nothing waits anywhere.
     #[arg(long)]

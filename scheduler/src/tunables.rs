@@ -97,6 +97,8 @@ pub struct Tunables {
     pub no_l2_locality: bool,
     /// --no-prev-first.
     pub no_prev_first: bool,
+    /// --no-wake-pair.
+    pub no_wake_pair: bool,
     /// --no-overload-gate.
     pub no_overload_gate: bool,
     /// --no-llc-balance.
@@ -394,6 +396,7 @@ impl Tunables {
             },
             no_l2_locality: opts.no_l2_locality,
             no_prev_first: opts.no_prev_first,
+            no_wake_pair: opts.no_wake_pair,
             no_overload_gate: opts.no_overload_gate,
             no_llc_balance: opts.no_llc_balance,
             cgroup_weights: !opts.no_cgroup_weights,
@@ -455,6 +458,7 @@ macro_rules! with_tunable_fields {
             same_rq_pull,
             no_l2_locality,
             no_prev_first,
+            no_wake_pair,
             no_overload_gate,
             no_llc_balance,
             cgroup_weights,

@@ -71,6 +71,21 @@ pub struct ReportArgs {
     /// simulator's.
     #[arg(long, value_name = "PATH", default_value = "docs/sim-vm-counters.json")]
     pub vm_counters: PathBuf,
+    /// Paired runs per claim and side (RNG seeds base..base+N-1); at least 7.
+    #[arg(long, value_name = "N", default_value_t = crate::report::DEFAULT_RUNS)]
+    pub runs: usize,
+    /// RNG seed of each claim's first run.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub base_seed: u64,
+    /// Simulations run at once.
+    #[arg(long, value_name = "N", default_value_t = crate::report::DEFAULT_JOBS)]
+    pub jobs: usize,
+    /// Only the seed table (no BPF work table, no sim-vs-VM section).
+    #[arg(long)]
+    pub claims_only: bool,
+    /// Also write each row's verdict, median and interval as JSON here.
+    #[arg(long, value_name = "PATH")]
+    pub verdicts_json: Option<PathBuf>,
 }
 
 /// One simulation's options.

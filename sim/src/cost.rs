@@ -72,6 +72,17 @@ pub struct Costs {
     pub llc_interference: f64,
     /// ttwu_queue_cond boundary: "llc" (kernel) or "l2" (seed 001's patch).
     pub ttwu_boundary_l2: bool,
+    /// CPU time of one idle-time balance attempt that the overload gate did
+    /// not skip (a steal scan done), on top of its BPF work: the kernel's
+    /// load-balance walk over the machine's domains that the scan stands for.
+    /// 0 by default (BPF work only); seed 003's row sets the seed's own
+    /// measurement (0.13 ms per full balance on its 4-socket machine).
+    pub balance_scan_ns: f64,
+    /// Each workload step's CPU time is scaled by a factor uniform in
+    /// [1 - step_jitter, 1 + step_jitter], drawn from the run's RNG seed;
+    /// 0 (default): every step exactly as the workload asks, and the seed
+    /// only reaches the scheduler's bpf_get_prandom_u32().
+    pub step_jitter: f64,
 }
 
 impl Default for Costs {
@@ -98,6 +109,8 @@ impl Default for Costs {
             smt_rate: 0.62,
             llc_interference: 0.6,
             ttwu_boundary_l2: false,
+            balance_scan_ns: 0.0,
+            step_jitter: 0.0,
         }
     }
 }
@@ -141,6 +154,8 @@ impl Costs {
             "refill_mlp" => &mut self.refill_mlp,
             "smt_rate" => &mut self.smt_rate,
             "llc_interference" => &mut self.llc_interference,
+            "balance_scan_ns" => &mut self.balance_scan_ns,
+            "step_jitter" => &mut self.step_jitter,
             "line_smt_ns" => &mut self.line_ns[1],
             "line_l2_ns" => &mut self.line_ns[2],
             "line_llc_ns" => &mut self.line_ns[3],

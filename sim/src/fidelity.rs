@@ -16,7 +16,8 @@ use std::process::Command;
 
 /// A cell within this relative distance of the VM's median agrees.
 const TOLERANCE: f64 = 0.20;
-/// ... or within this absolute distance, for shares near zero.
+/// A VM share under this is too small for a relative comparison: such a
+/// cell is trivial (Class::UnderFloor).
 const ABS_FLOOR: f64 = 0.01;
 
 /// Where a task placed by the scheduler came from: every queue pull, every
@@ -63,55 +64,55 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "not explained yet. The simulator finds an idle CPU at 0.3-0.75x the VM's rate under hackbench and messaging on every preset but l2-8's hackbench (1llc messaging 0.08 against 0.26, 2llc-smt hackbench 0.08 against 0.14, 2node messaging 0.06 against 0.14) (suspect: TCG's idle vCPUs, waiting for a turn of the host thread, stay idle longer than the model's)",
+        why: "not explained yet: the simulator finds an idle CPU at wakeup less often than the VM under hackbench and messaging (suspect: TCG's idle vCPUs, waiting for a turn of the host thread, stay idle longer than the model's)",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
         num: &["insert_queued"],
         den: &[&["direct_dispatches", "insert_queued"]],
-        why: "not explained yet: off in both directions (2llc-smt messaging 0.37 against 0.21, l2-8 hackbench 0.33 against 0.03; 1llc messaging 0.00 against 0.40, 2node messaging 0.41 against 0.60); pipe agrees (the pair shares the waker's CPU in both). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified)",
+        why: "not explained yet; pipe agrees (the pair shares the waker's CPU in both). The share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which CPU a wakeup is issued from; the model's wakers are its senders at each write, the kernel's may be softirq or another CPU's return path (unverified)",
     },
     Ratio {
         name: "sibling-shard pulls / pulls inside the LLC",
         num: &["shard_pulls_sibling", "shard_pulls_older"],
         den: &[SHARD_PULLS],
-        why: "not explained yet: the simulator takes 0.25-0.65x the VM's share from sibling shards on 1llc and 2llc-smt (1llc messaging 0.019 against 0.077, 2llc-smt hackbench 0.021 against 0.040) and on l2-8 under messaging",
+        why: "not explained yet",
     },
     Ratio {
         name: "steals / placements",
         num: STEALS,
         den: &[PLACEMENTS],
-        why: "under messaging the simulator steals 0.45-0.65x as often (2llc-smt 0.012 against 0.026, 2node 0.046 against 0.073); hackbench agrees; not explained",
+        why: "not explained yet",
     },
     Ratio {
         name: "steal hits / steal scans",
         num: &["steal_hits"],
         den: &[&["steal_scans"]],
-        why: "2llc-smt (17-21 % hits against 72-81 %) and 2node (37-63 % against 90-95 %): the simulator's scans often find the other LLC's shard empty; not explained yet",
+        why: "the simulator's scans often find the other LLC's shard empty; not explained yet",
     },
     Ratio {
         name: "migrations / placements",
         num: &["migrations"],
         den: &[PLACEMENTS],
-        why: "the simulator migrates 0.55-0.8x as often per placement (2node hackbench 0.08 against 0.14, 1llc messaging 0.14 against 0.23); 1llc and l2-8 hackbench agree. With --same-rq-pull off, the default on bare metal, it migrated 1.6-3.2x as often (1llc hackbench 0.46 against 0.25): the guest's pull of a task already on the CPU's runqueue makes most of the difference; the rest is not explained yet",
+        why: "with --same-rq-pull off, the default on bare metal, the simulator's share moves most: the guest's pull of a task already on the CPU's runqueue shapes it; the rest is not explained yet",
     },
     Ratio {
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "not explained yet: under messaging the simulator dispatches empty less on every preset (1llc 0.002 against 0.128, 2node 0.027 against 0.092), under hackbench less on 1llc and 2llc-smt and more on l2-8 (0.069 against 0.040); pipe agrees (the pair shares one CPU, which never dispatches empty)",
+        why: "not explained yet; pipe agrees (the pair shares one CPU, which never dispatches empty)",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
         num: &["prev_refilled"],
         den: &[PLACEMENTS],
-        why: "single-threaded TCG: a vCPU waiting for its turn of the host thread (up to 100 ms) keeps its task running in guest time, so slices run out with nothing queued; the model charges hardware-like microseconds per syscall and its tasks block long before a slice ends. A TCG cost profile would be the fix; there is none yet.",
+        why: "single-threaded TCG: a vCPU waiting for its turn of the host thread keeps its task running in guest time, so slices run out with nothing queued; the model charges hardware-like microseconds per syscall and its tasks block long before a slice ends. A TCG cost profile would be the fix; there is none yet.",
     },
     Ratio {
         name: "time overloaded / workload time",
         num: &["overload_ns"],
         den: &[&["@wall_ns"]],
-        why: "messaging on every preset (0.80-0.81 in the VM, 1.00 simulated): the simulator's flag stays up from its first to its last event; the VM's wall time also covers perf's start-up (forking 80 tasks) and drain, when nothing waits, a larger share of a 3 s messaging run than of a 10 s hackbench run (suspect, unmeasured). 1llc pipe (0.031 against 0.000): not explained (suspect: the guest's own kernel threads and the scheduler's userspace queue behind the pair now and then; the model has none)",
+        why: "under messaging the simulator's flag stays up from its first to its last event; the VM's wall time also covers perf's start-up (forking its tasks) and drain, when nothing waits, a larger share of a short messaging run than of a hackbench run (suspect, unmeasured). Pipe: suspect the guest's own kernel threads and the scheduler's userspace queue behind the pair now and then; the model has none",
     },
 ];
 
@@ -148,20 +149,68 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
-/// Whether the simulated @sim agrees with the VM's @vm.
-fn agrees(vm: f64, sim: f64) -> bool {
-    (sim - vm).abs() <= (TOLERANCE * vm).max(ABS_FLOOR)
+/// Values this close to 0 or 1 count as exactly that for the classes.
+const EXACT: f64 = 0.0005;
+
+/// What kind of comparison a cell (VM median @vm, simulated @sim) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Class {
+    /// both 0: nothing happened on either side
+    Zeros,
+    /// both 1: the only possible outcome on either side
+    Ones,
+    /// the VM's share is under ABS_FLOOR: agreement there is the floor's
+    UnderFloor,
+    /// a comparison that can fail on its own numbers
+    NonTrivial,
+}
+
+impl Class {
+    /// The class's name in the report.
+    fn name(self) -> &'static str {
+        match self {
+            Class::Zeros => "0/0",
+            Class::Ones => "1/1",
+            Class::UnderFloor => "VM share under the floor",
+            Class::NonTrivial => "non-trivial",
+        }
+    }
+}
+
+/// The class of the cell VM @vm, simulated @sim.
+fn classify(vm: f64, sim: f64) -> Class {
+    if vm.abs() <= EXACT && sim.abs() <= EXACT {
+        Class::Zeros
+    } else if (vm - 1.0).abs() <= EXACT && (sim - 1.0).abs() <= EXACT {
+        Class::Ones
+    } else if vm < ABS_FLOOR {
+        Class::UnderFloor
+    } else {
+        Class::NonTrivial
+    }
+}
+
+/// Whether a non-trivial cell agrees: within TOLERANCE of the VM, no floor.
+fn agrees_relative(vm: f64, sim: f64) -> bool {
+    (sim - vm).abs() <= TOLERANCE * vm
 }
 
 /// Run the simulator on @machine with @workload; its JSON.
-fn simulate(exe: &Path, dir: &Path, machine: &str, workload: &str) -> Result<Value> {
+fn simulate(exe: &Path, dir: &Path, machine: &str, workload: &str, seed: u64) -> Result<Value> {
     let out = dir.join(format!(
         "fidelity-{machine}-{}.json",
         workload.replace([':', ',', '='], "_")
     ));
     // the VM presets are guests to the simulator too: the VM's configuration
     let st = Command::new(exe)
-        .args(["--machine", machine, "--workload", workload, "--seed", "1"])
+        .args([
+            "--machine",
+            machine,
+            "--workload",
+            workload,
+            "--seed",
+            &seed.to_string(),
+        ])
         .arg("--json")
         .arg(&out)
         .output()
@@ -176,7 +225,7 @@ fn simulate(exe: &Path, dir: &Path, machine: &str, workload: &str) -> Result<Val
 }
 
 /// The "Simulator against the VM" section, from the VM counters at @path.
-pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Result<()> {
+pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u64) -> Result<()> {
     writeln!(md, "\n## Simulator against the VM\n")?;
     let Ok(text) = std::fs::read_to_string(path) else {
         writeln!(
@@ -194,10 +243,12 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
         md,
         "scx_mosaic's counters under the bench workloads in the VM (`{}`, commit {}, {}, {} rounds; \
          {}: TCG models no caches and runs the vCPUs in turn on one host thread, so the VM side is \
-         noisy) against the simulator running the same BPF on the same preset (seed 1), a guest \
+         noisy) against the simulator running the same BPF on the same preset (seed {seed}), a guest \
          there too (`--same-rq-pull`'s auto is on). Each cell is \
-         a ratio of counters, VM median (min–max over the rounds) | simulated; a simulated cell \
-         marked ✗ is more than {:.0} % (or {ABS_FLOOR} absolute) from the VM's median. Ratios, not \
+         a ratio of counters, VM median (min–max over the rounds) | simulated. A cell is trivial \
+         when both sides are 0 (0/0) or both 1 (1/1), or when the VM's share is under {ABS_FLOOR} \
+         (agreement there says little); trivial cells are marked (t). A non-trivial simulated cell \
+         marked ✗ is more than {:.0} % from the VM's median. Ratios, not \
          counts: the simulator's programs are behavioural models, so their event counts differ by \
          design. Workloads (VM → simulator): {}.\n",
         path.display(),
@@ -216,8 +267,8 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
             .collect::<Vec<_>>()
             .join("; ")
     )?;
-    let (mut cells, mut agreeing) = (0, 0);
-    let mut off_rows = std::collections::BTreeSet::new();
+    // every compared cell: (ratio, preset, workload, vm, sim, class)
+    let mut compared: Vec<(&str, String, String, f64, f64, Class)> = Vec::new();
     for (preset, runs) in presets {
         let runs = runs.as_array().context("runs")?;
         write!(md, "### `{preset}`\n\n| ratio |")?;
@@ -231,7 +282,13 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
         writeln!(md)?;
         let mut sims = Vec::new();
         for w in workloads.values() {
-            sims.push(simulate(exe, dir, preset, w["sim"].as_str().unwrap_or(""))?);
+            sims.push(simulate(
+                exe,
+                dir,
+                preset,
+                w["sim"].as_str().unwrap_or(""),
+                seed,
+            )?);
         }
         for r in RATIOS {
             write!(md, "| {} |", r.name)?;
@@ -254,12 +311,13 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
                 };
                 let sim_cell = match (vm_med, sim_val) {
                     (Some(v), Some(s)) => {
-                        cells += 1;
-                        if agrees(v, s) {
-                            agreeing += 1;
+                        let class = classify(v, s);
+                        compared.push((r.name, preset.clone(), name.clone(), v, s, class));
+                        if class != Class::NonTrivial {
+                            format!("{s:.3} (t)")
+                        } else if agrees_relative(v, s) {
                             format!("{s:.3}")
                         } else {
-                            off_rows.insert(r.name);
                             format!("{s:.3} ✗")
                         }
                     }
@@ -272,11 +330,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
         }
         writeln!(md)?;
     }
-    writeln!(
-        md,
-        "{agreeing} of {cells} cells agree (– : the ratio's denominator was zero, nothing to \
-         compare).\n"
-    )?;
+    writeln!(md, "{}\n", cell_summary(&compared))?;
     let vm_commit = vm["commit"].as_str().unwrap_or("");
     let since = scheduler_commits_since(vm_commit);
     if !since.is_empty() {
@@ -289,15 +343,60 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf) -> Resul
             since.join(", ")
         )?;
     }
-    for r in RATIOS.iter().filter(|r| off_rows.contains(r.name)) {
+    for r in RATIOS {
+        let off: Vec<String> = compared
+            .iter()
+            .filter(|c| c.0 == r.name && c.5 == Class::NonTrivial && !agrees_relative(c.3, c.4))
+            .map(|c| format!("{} {} {:.3} against {:.3}", c.1, c.2, c.4, c.3))
+            .collect();
+        if off.is_empty() {
+            continue;
+        }
+        let lower = compared
+            .iter()
+            .filter(|c| c.0 == r.name && c.5 == Class::NonTrivial && !agrees_relative(c.3, c.4))
+            .filter(|c| c.4 < c.3)
+            .count();
         let why = if r.why.is_empty() {
             "not explained yet"
         } else {
             r.why
         };
-        writeln!(md, "- **{}** is off somewhere: {why}", r.name)?;
+        writeln!(
+            md,
+            "- **{}**: {} non-trivial cell(s) off, the simulator lower in {lower} (preset workload \
+             simulated against VM: {}). {why}",
+            r.name,
+            off.len(),
+            off.join(", ")
+        )?;
     }
     Ok(())
+}
+
+/// The sentence that counts the compared cells by class, and the share of
+/// non-trivial ones within TOLERANCE.
+fn cell_summary(compared: &[(&str, String, String, f64, f64, Class)]) -> String {
+    let count = |k: Class| compared.iter().filter(|c| c.5 == k).count();
+    let nontrivial = count(Class::NonTrivial);
+    let within = compared
+        .iter()
+        .filter(|c| c.5 == Class::NonTrivial && agrees_relative(c.3, c.4))
+        .count();
+    let trivial: Vec<String> = [Class::Zeros, Class::Ones, Class::UnderFloor]
+        .iter()
+        .map(|&k| format!("{} {}", count(k), k.name()))
+        .collect();
+    format!(
+        "{} cells compared (– : the ratio's denominator was zero, nothing to compare): {} trivial \
+         ({}) and {nontrivial} {}; of these, {within} are within ±{:.0} % of the VM's median ({:.0} %).",
+        compared.len(),
+        compared.len() - nontrivial,
+        trivial.join(", "),
+        Class::NonTrivial.name(),
+        TOLERANCE * 100.0,
+        within as f64 * 100.0 / nontrivial.max(1) as f64,
+    )
 }
 
 /// Commits that changed scheduler/src since @commit (short hashes, newest
@@ -340,13 +439,58 @@ mod tests {
     }
 
     #[test]
-    fn agreement_is_relative_with_a_floor_near_zero() {
-        assert!(agrees(0.50, 0.59));
-        assert!(!agrees(0.50, 0.61));
-        assert!(agrees(0.002, 0.011));
-        assert!(!agrees(0.002, 0.013));
+    fn agreement_is_relative_and_medians_are_medians() {
+        assert!(agrees_relative(0.50, 0.59));
+        assert!(!agrees_relative(0.50, 0.61));
         assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
         assert_eq!(median(vec![]), None);
+    }
+
+    #[test]
+    fn cells_are_classed_trivial_or_not() {
+        assert_eq!(classify(0.0, 0.0), Class::Zeros);
+        assert_eq!(classify(1.0, 1.0), Class::Ones);
+        assert_eq!(classify(0.002, 0.011), Class::UnderFloor);
+        assert_eq!(classify(0.0, 0.3), Class::UnderFloor);
+        assert_eq!(classify(1.0, 0.9), Class::NonTrivial);
+        assert_eq!(classify(0.031, 0.0), Class::NonTrivial);
+        assert!(agrees_relative(0.5, 0.59) && !agrees_relative(0.5, 0.61));
+        let cells = [
+            (
+                "r",
+                "p".to_string(),
+                "w".to_string(),
+                0.0,
+                0.0,
+                Class::Zeros,
+            ),
+            (
+                "r",
+                "p".to_string(),
+                "w".to_string(),
+                0.5,
+                0.55,
+                Class::NonTrivial,
+            ),
+            (
+                "r",
+                "p".to_string(),
+                "w".to_string(),
+                0.5,
+                0.9,
+                Class::NonTrivial,
+            ),
+        ];
+        let s = cell_summary(&cells);
+        assert!(s.starts_with("3 cells compared"), "{s}");
+        assert!(
+            s.contains("1 trivial (1 0/0, 0 1/1, 0 VM share under the floor) and 2 non-trivial"),
+            "{s}"
+        );
+        assert!(
+            s.contains("of these, 1 are within ±20 % of the VM's median (50 %)"),
+            "{s}"
+        );
     }
 }

@@ -33,5 +33,6 @@ pub mod machine;
 pub mod maps;
 pub mod report;
 pub mod sched;
+pub mod stats;
 pub mod trace;
 pub mod workload;

@@ -62,7 +62,7 @@ impl Opts {
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
-    ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts)"),
+    ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
     ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs 100 us every probe_ms: its waits)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
@@ -366,8 +366,16 @@ impl Wl for PingPong {
 /// by that time (`tps`); `tps_to_end` divides all by the run's end.
 /// Loopback wakes the reader with WF_SYNC (sock_def_readable); sync=0 models
 /// peers on other hosts, whose messages arrive from the network.
+/// hogs=N adds N busy loops that wake together every hog_every_us and run
+/// hog_us: load bursts over the steady request/response load, during which
+/// tasks wait for a CPU (seed 003's overload flag rises, then clears).
 pub struct Rr {
     think: u64,
+    hogs: usize,
+    hog_ns: u64,
+    hog_every_ns: u64,
+    /// hog h's last step was a sleep (its next one is a burst)
+    hog_asleep: Vec<bool>,
     sync: bool,
     server_ns: u64,
     client_ns: u64,
@@ -392,8 +400,14 @@ impl Rr {
     fn new(o: &Opts, nr_cpus: usize) -> Rr {
         let n = o.get("clients", nr_cpus as u64) as usize;
         let loops = o.get("loops", 2000);
+        let hogs = o.get("hogs", 0) as usize;
+        let hog_ns = o.get("hog_us", 3000) * 1000;
         Rr {
             think: o.get("think", 0),
+            hogs,
+            hog_ns,
+            hog_every_ns: (o.get("hog_every_us", 20000) * 1000).max(hog_ns + 1),
+            hog_asleep: vec![false; hogs],
             sync: o.get("sync", 1) != 0,
             server_ns: o.get("server_ns", crate::cost::UDP_RR_SIDE_NS),
             client_ns: o.get("client_ns", crate::cost::UDP_RR_SIDE_NS),
@@ -412,15 +426,41 @@ impl Rr {
     }
 }
 
+impl Rr {
+    /// Hog @h's next step: sleep until the next burst, run the burst, and
+    /// exit once every client has finished.
+    fn hog_step(&mut self, h: usize) -> Step {
+        if self.finished_at.iter().all(Option::is_some) {
+            return Step::Exit;
+        }
+        self.hog_asleep[h] = !self.hog_asleep[h];
+        if self.hog_asleep[h] {
+            Step::Sleep(self.hog_every_ns - self.hog_ns)
+        } else {
+            Step::Run(self.hog_ns)
+        }
+    }
+}
+
 impl Wl for Rr {
     fn tasks(&self) -> Vec<TaskSpec> {
         let n = self.left.len();
-        (0..2 * n)
-            .map(|i| TaskSpec::simple(if i < n { "rr-client" } else { "rr-server" }, 32 << 10))
+        (0..2 * n + self.hogs)
+            .map(|i| {
+                let name = match i {
+                    i if i < n => "rr-client",
+                    i if i < 2 * n => "rr-server",
+                    _ => "rr-hog",
+                };
+                TaskSpec::simple(name, 32 << 10)
+            })
             .collect()
     }
     fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
         let n = self.left.len();
+        if t >= 2 * n {
+            return self.hog_step(t - 2 * n);
+        }
         // the message sent in the previous step lands now
         if std::mem::take(&mut self.sending[t]) {
             let (c, peer) = if t < n { (t, n + t) } else { (t - n, t - n) };
@@ -513,12 +553,12 @@ impl Wl for Rr {
 /// CPU time of an event with every line already in the core's cache: 256
 /// 4-byte stores at about one a cycle (~100 ns at 2.5 GHz) plus an
 /// uncontended mutex lock/unlock and the counter update (~50 ns).
-const SYSBENCH_EVENT_NS: f64 = 150.0;
+pub const SYSBENCH_EVENT_NS: f64 = 150.0;
 /// Line transfers per event whose last writer is another thread of the
 /// group: the mutex's line and the counters' line, taken one after the other
 /// (2), plus the buffer's 16 lines, whose ownership requests a core overlaps
 /// (cost.rs refill_mlp: 8 outstanding misses) → 2 + 16 / 8.
-const SYSBENCH_SHARED_LINES_PER_EVENT: f64 = 4.0;
+pub const SYSBENCH_SHARED_LINES_PER_EVENT: f64 = 4.0;
 
 /// sysbench memory-like: G cgroups × T threads, each thread runs work_ms of
 /// memory-bound work in 1 ms chunks, sleeping sleep_us between chunks

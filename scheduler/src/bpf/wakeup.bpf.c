@@ -34,7 +34,11 @@
  * --no-l2-locality makes the LLC both the first search domain and the
  * direct-insert domain (the kernel's behaviour before seed 001);
  * --no-prev-first sends asymmetric wakeups straight to the capacity scan,
- * starting at the waker's CPU (the kernel's behaviour before seed 002).
+ * starting at the waker's CPU (the kernel's behaviour before seed 002);
+ * --no-wake-pair turns the pair rule off, so that an A/B of --no-prev-first
+ * under it changes what seed 002 changed, the prev check in front of the
+ * capacity search (the pair rule, checked first, otherwise decides most
+ * pipe wakeups on the "on" side).
  *
  * WHY
  * On a 2-socket EPYC 9654, L3 is only 2.4x faster than RAM: CPUs that share
@@ -99,7 +103,8 @@ static __always_inline bool pair_stays_on_waker(struct task_struct *p,
 						struct task_ctx *tctx,
 						u64 wake_flags, s32 this)
 {
-	return (wake_flags & SCX_WAKE_SYNC) && wakes_in_pair(p, tctx) &&
+	return !no_wake_pair && (wake_flags & SCX_WAKE_SYNC) &&
+	       wakes_in_pair(p, tctx) &&
 	       bpf_cpumask_test_cpu(this, p->cpus_ptr) &&
 	       task_fits(this, tctx->util) &&
 	       !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && !cpu_has_waiters(this);

@@ -310,6 +310,40 @@ fn slice_left(e: &Engine, t: usize) -> bool {
     (unsafe { *ffi::sim_task_slice(e.tasks[t].p) }) > 0
 }
 
+/// Idle-time balance attempts (steal scans done, not skipped) counted on
+/// @cpu so far; 0 when the cost model charges none (no map read).
+fn balance_scans(e: &Engine, cpu: usize) -> u64 {
+    if e.cfg.costs.balance_scan_ns <= 0.0 {
+        return 0;
+    }
+    let idx = crate::intf::STAT_NAMES
+        .iter()
+        .position(|n| *n == "steal_scans")
+        .expect("intf.h has a steal_scans counter");
+    e.maps
+        .percpu_row("stats", cpu)
+        .and_then(|row| row.get(idx).copied())
+        .unwrap_or(0)
+}
+
+/// Charges @cpu the cost model's balance_scan_ns for each balance attempt
+/// its ops.dispatch made (counted from @before): the kernel's load-balance
+/// walk that a BPF scan stands for (seed 003).
+fn charge_balance_scans(e: &mut Engine, cpu: usize, before: u64) {
+    if e.cfg.costs.balance_scan_ns <= 0.0 {
+        return;
+    }
+    let done = balance_scans(e, cpu).saturating_sub(before);
+    if done == 0 {
+        return;
+    }
+    let c = &mut e.cpus[cpu];
+    c.overhead += done as f64 * e.cfg.costs.balance_scan_ns;
+    // if nothing was found the CPU idles and its overhead is dropped
+    // (pick_next), but the walk still runs: remember when it ends
+    c.balancing_until = e.now + c.overhead as u64;
+}
+
 /// __schedule() on @cpu: balance (ops.dispatch), put prev, pick next.
 pub(super) fn schedule(e: &mut Engine, cpu: usize) {
     e.account();
@@ -325,8 +359,10 @@ pub(super) fn schedule(e: &mut Engine, cpu: usize) {
         loop {
             e.dispatch_buf.clear();
             set_ctx(e, cpu, Ctx::Dispatch { cpu });
+            let scans = balance_scans(e, cpu);
             let has = e.call(|o| unsafe { (o.dispatch)(cpu as i32, prev_p) });
             e.ctx = Ctx::None;
+            charge_balance_scans(e, cpu, scans);
             if has == 0 {
                 break;
             }
@@ -447,7 +483,11 @@ fn pick_next(e: &mut Engine, cpu: usize) {
         e.cpus[cpu].overhead = 0.0;
         return;
     };
+    // a task picked by a CPU still in the balance walk it began before
+    // idling starts when the walk ends
+    let balancing = std::mem::take(&mut e.cpus[cpu].balancing_until);
     if let Some(_since) = e.cpus[cpu].idle_since.take() {
+        e.cpus[cpu].overhead += balancing.saturating_sub(e.now) as f64;
         e.nr_idle -= 1;
         e.set_idle(cpu, false);
         if unsafe { (e.ops.has_update_idle)() } != 0 {
@@ -499,6 +539,20 @@ fn pick_next(e: &mut Engine, cpu: usize) {
     }
 }
 
+/// The factor a step's work is scaled by: 1, or with the cost model's
+/// step_jitter j > 0 uniform in [1 - j, 1 + j] from the run's RNG seed (a
+/// step's CPU time varies from call to call on real machines; the jitter
+/// makes runs of different seeds differ, so a claim can be measured as a
+/// distribution).
+fn step_jitter(e: &mut Engine) -> f64 {
+    let j = e.cfg.costs.step_jitter;
+    if j <= 0.0 {
+        return 1.0;
+    }
+    let u = (e.rand() >> 11) as f64 / (1u64 << 53) as f64;
+    1.0 + j * (2.0 * u - 1.0)
+}
+
 /// Asks the workload what @t (current on @cpu) does next, and does it.
 pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
     let mut wakes = Vec::new();
@@ -509,7 +563,7 @@ pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
     }
     match step {
         Step::Run(ns) => {
-            e.tasks[t].work_left = ns as f64;
+            e.tasks[t].work_left = ns as f64 * step_jitter(e);
             e.tasks[t].in_step = true;
             start_segment(e, cpu);
         }

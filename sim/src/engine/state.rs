@@ -190,6 +190,9 @@ pub(super) struct Cpu {
     pub(super) resched_pending: bool,
     /// overhead (ns) to charge before whatever runs next
     pub(super) overhead: f64,
+    /// the end of the balance walk (cost.rs balance_scan_ns) this CPU made
+    /// before it went idle: a task it picks up earlier waits for the rest
+    pub(super) balancing_until: u64,
     pub(super) idle_since: Option<u64>,
     pub(super) rq_lock: Lock,
     pub(super) busy_ns: u64,
@@ -208,6 +211,7 @@ impl Cpu {
             tick_pending: false,
             resched_pending: false,
             overhead: 0.0,
+            balancing_until: 0,
             idle_since: Some(0),
             rq_lock: Lock::default(),
             busy_ns: 0,

@@ -1,0 +1,217 @@
+//! Small statistics for the seed report: the median of paired A/B changes,
+//! a bootstrap interval around it, and the verdict that interval supports.
+//! Everything is deterministic (a fixed-seed generator), so the report is
+//! reproducible byte for byte.
+
+/// Median of @xs (NaN for none).
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// splitmix64: a tiny, well-mixed generator; enough for resampling.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform index below @n (n > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Resamples drawn for an interval.
+pub const BOOTSTRAP_RESAMPLES: usize = 4000;
+/// The generator's fixed seed: the same data gives the same interval.
+const BOOTSTRAP_SEED: u64 = 0x5eed_0041;
+/// Coverage of the interval.
+pub const LEVEL: f64 = 0.95;
+
+/// The spread of a row's paired changes: n runs, their median and a
+/// percentile-bootstrap 95 % interval of the median.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub n: usize,
+    pub median: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The median of @changes and its percentile-bootstrap interval
+/// (BOOTSTRAP_RESAMPLES resamples of the paired runs, with replacement).
+pub fn spread(changes: &[f64]) -> Spread {
+    let n = changes.len();
+    let med = median(changes);
+    if n < 2 {
+        return Spread {
+            n,
+            median: med,
+            lo: med,
+            hi: med,
+        };
+    }
+    let mut rng = SplitMix(BOOTSTRAP_SEED);
+    let mut meds = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    let mut sample = vec![0.0; n];
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for s in sample.iter_mut() {
+            *s = changes[rng.below(n)];
+        }
+        meds.push(median(&sample));
+    }
+    meds.sort_by(f64::total_cmp);
+    let tail = (1.0 - LEVEL) / 2.0;
+    let at = |q: f64| meds[((meds.len() - 1) as f64 * q).round() as usize];
+    Spread {
+        n,
+        median: med,
+        lo: at(tail),
+        hi: at(1.0 - tail),
+    }
+}
+
+/// How far a reproduced median may be from the seed's change: within this
+/// factor either way.
+pub const SIZE_FACTOR: f64 = 3.0;
+
+/// What a row's interval says about the seed's claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Verdict {
+    /// excludes zero in the seed's direction, median within SIZE_FACTOR
+    Yes,
+    /// excludes zero in the seed's direction, median beyond SIZE_FACTOR
+    DirectionOnly,
+    /// contains zero
+    NoDifference,
+    /// excludes zero the other way
+    Opposite,
+    /// the seed saw no difference and the interval contains zero
+    NoDifferenceAsSeed,
+    /// the seed saw no difference and the interval excludes zero
+    DifferenceUnlikeSeed,
+}
+
+impl Verdict {
+    /// The verdict as the report's table writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Yes => "yes",
+            Verdict::DirectionOnly => "direction yes, size off",
+            Verdict::NoDifference => "no difference",
+            Verdict::Opposite => "no",
+            Verdict::NoDifferenceAsSeed => "yes (no difference, as the seed)",
+            Verdict::DifferenceUnlikeSeed => "no (a difference where the seed saw none)",
+        }
+    }
+
+    /// Whether the verdict reproduces the seed's claim.
+    pub fn reproduces(self) -> bool {
+        matches!(self, Verdict::Yes | Verdict::NoDifferenceAsSeed)
+    }
+}
+
+/// The verdict for a seed change @seed (in the row's unit; @seed_null: the
+/// seed reported no significant difference) given the simulated spread @s.
+pub fn verdict(seed: f64, seed_null: bool, s: &Spread) -> Verdict {
+    let contains_zero = s.lo <= 0.0 && s.hi >= 0.0;
+    if seed_null {
+        return if contains_zero {
+            Verdict::NoDifferenceAsSeed
+        } else {
+            Verdict::DifferenceUnlikeSeed
+        };
+    }
+    if contains_zero {
+        return Verdict::NoDifference;
+    }
+    if (s.lo > 0.0) != (seed > 0.0) {
+        return Verdict::Opposite;
+    }
+    let (m, want) = (s.median.abs(), seed.abs());
+    if m <= want * SIZE_FACTOR && m >= want / SIZE_FACTOR {
+        Verdict::Yes
+    } else {
+        Verdict::DirectionOnly
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sp(median: f64, lo: f64, hi: f64) -> Spread {
+        Spread {
+            n: 7,
+            median,
+            lo,
+            hi,
+        }
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn the_interval_holds_the_median_and_is_reproducible() {
+        let xs = [1.0, 2.0, 2.5, 3.0, 3.5, 4.0, 9.0];
+        let a = spread(&xs);
+        assert_eq!(a, spread(&xs));
+        assert_eq!(a.median, 3.0);
+        assert!(a.lo <= a.median && a.median <= a.hi, "{a:?}");
+        assert!(a.lo >= 1.0 && a.hi <= 9.0, "{a:?}");
+        // identical runs: a point
+        let p = spread(&[5.0; 9]);
+        assert_eq!((p.lo, p.hi), (5.0, 5.0));
+    }
+
+    #[test]
+    fn verdicts_follow_the_interval() {
+        assert_eq!(verdict(10.0, false, &sp(8.0, 5.0, 11.0)), Verdict::Yes);
+        assert_eq!(
+            verdict(10.0, false, &sp(2.0, 1.0, 3.0)),
+            Verdict::DirectionOnly
+        );
+        assert_eq!(
+            verdict(10.0, false, &sp(40.0, 35.0, 45.0)),
+            Verdict::DirectionOnly
+        );
+        assert_eq!(
+            verdict(10.0, false, &sp(1.0, -1.0, 3.0)),
+            Verdict::NoDifference
+        );
+        assert_eq!(
+            verdict(10.0, false, &sp(-2.0, -3.0, -1.0)),
+            Verdict::Opposite
+        );
+        assert_eq!(verdict(-4.6, false, &sp(-10.0, -12.0, -8.0)), Verdict::Yes);
+        assert_eq!(verdict(-4.6, false, &sp(3.0, 2.0, 4.0)), Verdict::Opposite);
+        assert_eq!(
+            verdict(-0.3, true, &sp(-1.0, -2.0, 0.5)),
+            Verdict::NoDifferenceAsSeed
+        );
+        assert_eq!(
+            verdict(-0.3, true, &sp(-4.0, -5.0, -3.0)),
+            Verdict::DifferenceUnlikeSeed
+        );
+    }
+}
