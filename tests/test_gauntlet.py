@@ -1,5 +1,6 @@
 """The reliability gauntlet's fast subset (`tests/gauntlet/run.py --quick`): the default
-kernel, two topologies, three stressor cells each, one boot per topology. The whole matrix
+kernel, two topologies, four or five stressor cells each (manylimits at 200 cgroups), one
+boot per topology. The whole matrix
 is `make gauntlet`; docs/reliability.md describes the cells and their checks."""
 
 import pytest
@@ -17,7 +18,8 @@ def row(topo):
         stressors = dict(gauntlet.QUICK)[topo]
         log_dir = gauntlet.REPO / "target/gauntlet/quick"
         log_dir.mkdir(parents=True, exist_ok=True)
-        [r] = gauntlet.run_matrix([(gauntlet.DEFAULT_KERNEL, topo, stressors)], 10, log_dir)
+        [r] = gauntlet.run_matrix([(gauntlet.DEFAULT_KERNEL, topo, stressors)], 10, log_dir,
+                                  env=gauntlet.QUICK_ENV)
         _rows[topo] = {c["cell"]: c for c in r["cells"]}
     return _rows[topo]
 

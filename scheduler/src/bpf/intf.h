@@ -227,9 +227,14 @@ enum mosaic_stat {
 	/* tasks pinned to one CPU (shard.bpf.c) */
 	STAT_SHORT_SLICES,  /* a task started with a slice shortened: more
 			     * than CPU_QUEUE_FULL_SLICES tasks waited on
-			     * its CPU's own queue */
+			     * its CPU's own queue, or per CPU on its
+			     * shard */
 	STAT_CPU_QUEUE_MAX, /* most tasks a dispatch saw waiting on one CPU's
 			     * own queue; a maximum, not a sum */
+	/* wakeup preemption (vtime.bpf.c) */
+	STAT_WAKE_PREEMPTS, /* a woken task with no idle CPU preempted the task
+			     * running on its CPU, more than min_slice_ns
+			     * of vtime past it */
 	NR_MOSAIC_STATS,
 };
 

@@ -164,6 +164,8 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		kick_for(p, cpu);
 		return;
 	}
+	if (woke_busy && vtime_wake_preempt(p, cpu, enq_flags))
+		return;
 	queue_task(p, cpu, enq_flags);
 	if (woke_busy)
 		overload_for(p);
@@ -288,6 +290,7 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	tctx->last_cpu = cpu;
 	util_running(tctx, now);
 	vtime_running(p, tctx, cpu, now);
+	vtime_note_running(p, tctx, cpu, now);
 	llc_balance_note_share(p, tctx, cpu);
 	group_running(p, tctx, cpu);
 	group_account(p, tctx, cpu, 0, waited);
@@ -313,6 +316,7 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	llc_balance_stopping(cpu);
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran, now);
+	vtime_note_stopped(cpu);
 	bw_charge(p, tctx, ran);
 	group_account(p, tctx, cpu, ran, 0);
 	if (runnable)
@@ -337,6 +341,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	tctx->started_at = now;
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran, now);
+	vtime_note_running(p, tctx, cpu, now);
 	llc_balance_note_share(p, tctx, cpu);
 	if (bw_charge(p, tctx, ran))
 		p->scx.slice = 0;

@@ -350,6 +350,14 @@ static __always_inline u64 task_ran(struct task_ctx *tctx, u64 now);
 static __always_inline void
 vtime_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran, u64 now);
 static __always_inline void vtime_yield(struct task_struct *p);
+/* the running task's vtime, for wakeup preemption: at each start and tick */
+static __always_inline void vtime_note_running(struct task_struct *p,
+					       struct task_ctx *tctx, s32 cpu,
+					       u64 now);
+static __always_inline void vtime_note_stopped(s32 cpu);
+/* run woken @p on @cpu at once if its task ran far past @p's vtime */
+static __always_inline bool vtime_wake_preempt(struct task_struct *p, s32 cpu,
+					       u64 enq_flags);
 
 /* capacity.bpf.c: utilisation and capacity (seed 002) */
 static __always_inline void util_init(struct task_ctx *tctx, u64 now);

@@ -212,13 +212,17 @@ pub struct Metrics {
     )]
     pub bw_parked_max_us: u64,
     #[stat(
-        desc = "pinned tasks: a task started with a shorter slice, more than CPU_QUEUE_FULL_SLICES (intf.h) waiting on its CPU's own queue"
+        desc = "crowded queues: a task started with a shorter slice, more than CPU_QUEUE_FULL_SLICES (intf.h) waiting on its CPU's own queue or per CPU on its shard"
     )]
     pub short_slices: u64,
     #[stat(
         desc = "pinned tasks: most tasks a dispatch saw waiting on one CPU's own queue (a maximum)"
     )]
     pub cpu_queue_max: u64,
+    #[stat(
+        desc = "woken task with no idle CPU preempted the task running on its CPU, more than min_slice_ns of vtime past it"
+    )]
+    pub wake_preempts: u64,
 
     #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
     pub wait_hist_log2_us: Vec<u64>,
