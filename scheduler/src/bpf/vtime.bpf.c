@@ -461,7 +461,10 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p, s32 cpu,
 	struct cpu_running *r = &cpu_runnings[cpu_idx(cpu)];
 	u64 share = r->share, since = r->since, now, cur, vtime;
 
-	if (!share || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+	/* a preempting task goes to the head of the local queue: never ahead
+	 * of a task already waiting there (a task that must run on @cpu) */
+	if (!share || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
+	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
 		return false;
 	vtime = task_queue_vtime(p, cpu, enq_flags, queue_dsq_of(p, cpu));
 	now = scx_bpf_now();
