@@ -75,25 +75,6 @@ struct llc_clock {
 
 struct llc_clock llc_clocks[MAX_LLCS];
 
-/*
- * Per CPU, the state of its own queue (the tasks pinned to it), written only
- * by the CPU itself: the largest vtime of a pinned task that started from
- * the queue (0: the queue was empty at the CPU's last dispatch), and the
- * slice of the tasks the CPU starts (0: slice_ns; shard.bpf.c).
- */
-struct cpu_queue {
-	u64 clock;
-	u64 slice;
-} __attribute__((aligned(64)));
-
-struct cpu_queue cpu_queues[MAX_CPUS];
-
-/* The own-queue state of @cpu. */
-static __always_inline struct cpu_queue *cpu_queue_of(s32 cpu)
-{
-	return &cpu_queues[cpu_idx(cpu)];
-}
-
 /* The clock of @llc. */
 static __always_inline struct llc_clock *llc_clock_of(u32 llc)
 {
