@@ -675,6 +675,72 @@ mod tests {
         assert_eq!(t.debug_drop_comm, [0; COMM_LEN]);
     }
 
+    /// Every `const volatile` global of the BPF sources: its name, whether
+    /// it is an array, and its initialiser's value (None: none, so zero).
+    fn bpf_globals() -> Vec<(String, bool, Option<u64>)> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bpf");
+        let mut globals = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            for line in text.lines() {
+                let Some(decl) = line.trim().strip_prefix("const volatile ") else {
+                    continue;
+                };
+                let decl = decl.split(';').next().unwrap();
+                let (lhs, init) = match decl.split_once('=') {
+                    Some((l, r)) => (l, Some(r.trim())),
+                    None => (decl, None),
+                };
+                // "<type> <name>" or "<type> <name>[<len>]"
+                let name = lhs.split_whitespace().last().unwrap();
+                let (name, array) = match name.split_once('[') {
+                    Some((n, _)) => (n, true),
+                    None => (name, false),
+                };
+                let value = init.map(|v| match v {
+                    "true" => 1,
+                    "false" => 0,
+                    v => v
+                        .parse::<u64>()
+                        .unwrap_or_else(|e| panic!("{name} = {v}: {e}")),
+                });
+                globals.push((name.to_string(), array, value));
+            }
+        }
+        globals
+    }
+
+    #[test]
+    fn bpf_initialisers_are_the_rust_defaults_or_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(dir.path(), 1, 1, false, 1);
+        let one_cpu = Topology::from_root(dir.path()).unwrap();
+        let t = LoadPlan::new(&Opts::parse_from(["scx_mosaic"]), one_cpu)
+            .unwrap()
+            .tunables;
+        let named = t.by_name();
+        let globals = bpf_globals();
+        assert!(globals.len() >= named.len(), "{globals:?}");
+        for (name, array, init) in &globals {
+            let Some((_, rust)) = named.iter().find(|(n, _)| n == name) else {
+                panic!("BPF global {name} is not a tunable: the loader never writes it");
+            };
+            if *array {
+                assert_eq!(
+                    *init, None,
+                    "{name}: an array starts zero, the loader fills it"
+                );
+            } else {
+                assert_eq!(
+                    init.unwrap_or(0),
+                    rust[0],
+                    "{name}: its BPF initialiser differs from the Rust default"
+                );
+            }
+        }
+        assert_eq!(globals.len(), named.len(), "a tunable with no BPF global");
+    }
+
     #[test]
     fn shard_tables_agree_with_the_layout() {
         let p = plan(&["--shard-size", "4"]).unwrap();

@@ -13,14 +13,18 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 
-/* Tunables: set from Rust before load, read-only afterwards. */
-const volatile u32 nr_cpu_ids = 1;     /* CPUs with ids below this exist */
-const volatile u32 nr_llcs = 1;	       /* LLCs, numbered 0..nr_llcs-1 */
-const volatile u32 nr_shards = 1;      /* shards over all LLCs */
-const volatile u64 slice_ns = 5000000; /* time slice given to each task */
-const volatile bool no_shared_runq;    /* seed 000's NO_SHARED_RUNQ baseline */
-const volatile bool smt_enabled;       /* some core has several threads */
-const volatile bool asym_capacity;     /* CPUs differ in capacity */
+/*
+ * Tunables: set from Rust before load (tunables.rs, every one of them),
+ * read-only afterwards. An initialiser is the value Rust writes with the
+ * default options on a one-CPU machine; tunables.rs's tests check that.
+ */
+const volatile u32 nr_cpu_ids = 1;	/* CPUs with ids below this exist */
+const volatile u32 nr_llcs = 1;		/* LLCs, numbered 0..nr_llcs-1 */
+const volatile u32 nr_shards = 1;	/* shards over all LLCs */
+const volatile u64 slice_ns = 20000000; /* time slice given to each task */
+const volatile bool no_shared_runq;	/* seed 000's NO_SHARED_RUNQ baseline */
+const volatile bool smt_enabled;	/* some core has several threads */
+const volatile bool asym_capacity;	/* CPUs differ in capacity */
 const volatile bool no_l2_locality;   /* seed 001 off: LLC is the near domain */
 const volatile bool same_rq_pull;     /* own shard: a task on this rq first */
 const volatile bool no_prev_first;    /* seed 002 off: asym skips prev check */
