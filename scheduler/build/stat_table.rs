@@ -78,14 +78,17 @@ fn stat_is_max(ident: &str) -> bool {
 }
 
 /// Rust source of the counter table, from intf.h's text @intf: StatDef,
-/// NR_STATS, STATS, STAT_NAMES and the macro `with_stats!(m)`, which calls
-/// `m! { (name, id), ... }` so that code can name a field per counter.
+/// NR_STATS, STATS, STAT_NAMES, the macro `with_stats!(m)`, which calls
+/// `m! { (name, id), ... }` so that code can name a field per counter, and
+/// the macro `struct_with_counters!`, which defines a struct with one `u64`
+/// field per counter, described (`#[stat(desc)]`, scx_stats) by intf.h.
 fn gen_stat_table(intf: &str) -> String {
     let stats = stat_sources(intf);
     assert!(!stats.is_empty(), "intf.h: enum mosaic_stat has no STAT_");
     let mut defs = String::new();
     let mut names = Vec::new();
     let mut fields = Vec::new();
+    let mut counter_fields = String::new();
     for (id, s) in stats.iter().enumerate() {
         let name = s.ident["STAT_".len()..].to_lowercase();
         defs.push_str(&format!(
@@ -95,6 +98,10 @@ fn gen_stat_table(intf: &str) -> String {
         ));
         names.push(format!("{name:?}"));
         fields.push(format!("({name}, {id})"));
+        counter_fields.push_str(&format!(
+            "            #[stat(desc = {:?})]\n            pub {name}: u64,\n",
+            s.desc
+        ));
     }
     format!(
         "// Generated from enum mosaic_stat (intf.h) by scheduler/build/stat_table.rs.\n\
@@ -111,7 +118,13 @@ fn gen_stat_table(intf: &str) -> String {
          pub const STAT_NAMES: &[&str] = &[{names}];\n\
          /// Calls `$m! {{ (name, id), ... }}` with every counter.\n\
          #[allow(unused_macros)]\n\
-         macro_rules! with_stats {{\n    ($m:ident) => {{\n        $m! {{\n            {fields}\n        }}\n    }};\n}}\n",
+         macro_rules! with_stats {{\n    ($m:ident) => {{\n        $m! {{\n            {fields}\n        }}\n    }};\n}}\n\
+         /// Defines the struct given as `attributes struct Name {{ fields }} {{ fields }}`\n\
+         /// with a `u64` field per counter, described by intf.h, between the two lists.\n\
+         #[allow(unused_macros)]\n\
+         macro_rules! struct_with_counters {{\n    \
+         ($(#[$attr:meta])* $vis:vis struct $name:ident {{ $($before:tt)* }} {{ $($after:tt)* }}) => {{\n        \
+         $(#[$attr])* $vis struct $name {{\n            $($before)*\n{counter_fields}            $($after)*\n        }}\n    }};\n}}\n",
         n = stats.len(),
         names = names.join(", "),
         fields = fields.join(",\n            "),

@@ -13,6 +13,7 @@ use crate::bpf_intf;
 use crate::bpf_skel::BpfSkel;
 use crate::stats::{CpuIds, Flag, GroupBalancerMetrics, GroupMetrics, MaybeIndex};
 use crate::topology::Topology;
+use crate::tunables::GroupPlan;
 use crate::warn::RateLimited;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
@@ -27,39 +28,32 @@ const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
 /// At most this many partitions (intf.h), for policy::parse_partitions.
 const MAX_PARTS: usize = bpf_intf::mosaic_limits_MAX_PARTS as usize;
 
-/// What the user asked of the group balancer, validated.
+/// The group balancer's settings (tunables::LoadPlan), its cgroup found.
 #[derive(Debug, Clone)]
 pub struct GroupConfig {
     /// The cgroup whose descendants are balanced (not itself).
     pub parent: PathBuf,
-    /// CPUs of each partition.
-    pub partitions: Vec<Vec<usize>>,
-    /// How often userspace looks and may settle one group.
-    pub period: Duration,
-    /// False with --no-group-balancer: account, but never settle or bind.
-    pub enabled: bool,
+    /// The partitions, the period, whether it settles (the plan's).
+    pub plan: GroupPlan,
     /// Print each settle and move (with --stats: beside the live lines; a
     /// service without them stays quiet).
     pub log_moves: bool,
 }
 
 impl GroupConfig {
-    /// Checks the cgroup @parent; @partitions come parsed and checked
+    /// Checks the cgroup of @plan's --gb-parent; the rest comes checked
     /// (tunables::LoadPlan). Nothing is loaded yet.
-    pub fn new(
-        parent: &str,
-        partitions: Vec<Vec<usize>>,
-        period_ms: u64,
-        enabled: bool,
-        log_moves: bool,
-    ) -> Result<Self> {
+    pub fn new(plan: GroupPlan, log_moves: bool) -> Result<Self> {
         Ok(GroupConfig {
-            parent: cgroup_dir(parent)?,
-            partitions,
-            period: Duration::from_millis(period_ms),
-            enabled,
+            parent: cgroup_dir(&plan.parent)?,
+            plan,
             log_moves,
         })
+    }
+
+    /// How often userspace looks and may settle one group.
+    fn period(&self) -> Duration {
+        Duration::from_millis(self.plan.period_ms)
     }
 }
 
@@ -289,8 +283,8 @@ fn sum_percpu_u64s(per_cpu: &[Vec<u8>], n: usize) -> Vec<u64> {
 
 impl Balancer {
     pub fn new(cfg: GroupConfig, topo: &Topology) -> Self {
-        let cap = policy::capacities(&cfg.partitions, topo);
-        let policy = Policy::new(cap, cfg.period.as_nanos() as u64, cfg.enabled);
+        let cap = policy::capacities(&cfg.plan.partitions, topo);
+        let policy = Policy::new(cap, cfg.plan.period_ns(), cfg.plan.enabled);
         let now = Instant::now();
         Balancer {
             cfg,
@@ -321,7 +315,7 @@ impl Balancer {
         if now < self.next_tick {
             return;
         }
-        self.next_tick = now + self.cfg.period;
+        self.next_tick = now + self.cfg.period();
         // the tree again only if it may have changed, and not more often
         // than ten times what a scan takes
         let count = nr_descendants(&self.cfg.parent);
@@ -443,7 +437,7 @@ impl Balancer {
         maps: &mut impl GroupMaps,
     ) {
         let now_ns = now.duration_since(self.start).as_nanos() as u64;
-        let n = self.cfg.partitions.len();
+        let n = self.cfg.plan.partitions.len();
 
         // cgroups come and go at any time; past the maps' size, the
         // busiest are tracked. Nothing to do if nothing changed.
@@ -551,6 +545,7 @@ impl Balancer {
             .ok()
             .and_then(|text| crate::cpulist::parse(&text).ok());
         self.cfg
+            .plan
             .partitions
             .iter()
             .map(|part| {
@@ -586,10 +581,12 @@ impl Balancer {
             })
             .collect();
         GroupBalancerMetrics {
-            enabled: Flag(self.cfg.enabled),
+            enabled: Flag(self.cfg.plan.enabled),
             parent: self.cfg.parent.to_string_lossy().into_owned(),
-            partitions: self.cfg.partitions.iter().cloned().map(CpuIds).collect(),
-            period_ms: self.cfg.period.as_millis() as u64,
+            partitions: (self.cfg.plan.partitions.iter().cloned())
+                .map(CpuIds)
+                .collect(),
+            period_ms: self.cfg.plan.period_ms,
             groups,
             max_groups: self.limit as u64,
             skipped: self.skipped.len() as u64,
@@ -610,9 +607,12 @@ mod tests {
         let t = topo();
         let cfg = GroupConfig {
             parent: "/sys/fs/cgroup/gb".into(),
-            partitions: t.llcs.clone(),
-            period: Duration::from_millis(100),
-            enabled: true,
+            plan: GroupPlan {
+                parent: "/sys/fs/cgroup/gb".into(),
+                partitions: t.llcs.clone(),
+                period_ms: 100,
+                enabled: true,
+            },
             log_moves: false,
         };
         let mut b = Balancer::new(cfg, &t);
@@ -715,9 +715,12 @@ mod tests {
         let t = topo();
         let cfg = GroupConfig {
             parent: "/nonexistent/gb".into(),
-            partitions: t.llcs.clone(),
-            period: Duration::from_millis(50),
-            enabled: true,
+            plan: GroupPlan {
+                parent: "/nonexistent/gb".into(),
+                partitions: t.llcs.clone(),
+                period_ms: 50,
+                enabled: true,
+            },
             log_moves: false,
         };
         let mut b = Balancer::new(cfg, &t);

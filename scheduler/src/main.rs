@@ -114,17 +114,17 @@ impl<'a> Scheduler<'a> {
             mosaic_ops,
             None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
         )?;
-        if opts.timeout_ms > 0 {
-            open.struct_ops.mosaic_ops_mut().timeout_ms = opts.timeout_ms;
+        if plan.timeout_ms > 0 {
+            open.struct_ops.mosaic_ops_mut().timeout_ms = plan.timeout_ms;
         }
         if opts.exit_dump_len > 0 {
             open.struct_ops.mosaic_ops_mut().exit_dump_len = opts.exit_dump_len;
         }
-        // let the kernel queue remote wakeups where it can (seed 001's other half)
-        if let Ok(flag) =
-            scx_utils::compat::read_enum("scx_ops_flags", "SCX_OPS_ALLOW_QUEUED_WAKEUP")
-        {
-            open.struct_ops.mosaic_ops_mut().flags |= flag;
+        // each flag the kernel knows
+        for name in plan.ops_flags {
+            if let Ok(flag) = scx_utils::compat::read_enum("scx_ops_flags", name) {
+                open.struct_ops.mosaic_ops_mut().flags |= flag;
+            }
         }
         write_rodata(open.maps.rodata_data.as_mut().unwrap(), &plan.tunables);
 
@@ -397,9 +397,9 @@ fn print_banner(opts: &Opts, plan: &LoadPlan) {
                 }
             )
         },
-        plan.partitions
+        plan.group
             .as_ref()
-            .map(|p| format!("; partitions {}", lists(p)))
+            .map(|g| format!("; partitions {}", lists(&g.partitions)))
             .unwrap_or_default()
     );
 }
@@ -443,16 +443,10 @@ fn cgroup_controls_line(opts: &Opts, has_op: impl Fn(&str) -> bool) -> String {
 /// The group balancer's configuration, its cgroup checked, if --gb-parent
 /// is given (@plan has checked the rest).
 fn group_config(opts: &Opts, plan: &LoadPlan) -> Result<Option<group::GroupConfig>> {
-    match (&opts.gb_parent, &plan.partitions) {
-        (Some(parent), Some(partitions)) => Ok(Some(group::GroupConfig::new(
-            parent,
-            partitions.clone(),
-            opts.gb_period_ms,
-            !opts.no_group_balancer,
-            opts.stats > 0.0,
-        )?)),
-        _ => Ok(None),
-    }
+    plan.group
+        .as_ref()
+        .map(|g| group::GroupConfig::new(g.clone(), opts.stats > 0.0))
+        .transpose()
 }
 
 /// Reads the topology and derives the load's settings from it (tunables.rs).

@@ -135,18 +135,53 @@ pub struct Tunables {
     pub llc_nr_cpus: Vec<u32>,
 }
 
+/// The ops flags every load asks for, by their names in the kernel's enum
+/// scx_ops_flags; a loader sets each one the kernel knows.
+/// SCX_OPS_ALLOW_QUEUED_WAKEUP lets the kernel queue remote wakeups (seed
+/// 001's other half).
+pub const OPS_FLAGS: &[&str] = &["SCX_OPS_ALLOW_QUEUED_WAKEUP"];
+
 /// Everything one load of the BPF scheduler is set up with, derived from
-/// the options and the machine.
+/// the options and the machine: both loaders (scx_mosaic, mosaic-sim) take
+/// every setting from here.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
     /// The machine as the scheduler sees it: --cpu-capacity applied.
     pub topo: Topology,
     /// How the shared runqueue splits each LLC.
     pub layout: ShardLayout,
-    /// CPUs of each group balancer partition, with --gb-parent.
-    pub partitions: Option<Vec<Vec<usize>>>,
+    /// The group balancer, with --gb-parent.
+    pub group: Option<GroupPlan>,
     /// What is written into the BPF globals.
     pub tunables: Tunables,
+    /// The ops table's flags, by name (OPS_FLAGS).
+    pub ops_flags: &'static [&'static str],
+    /// The ops table's watchdog timeout (--timeout-ms; 0: the kernel's).
+    /// (--exit-dump-len, the size of the kernel's dump at an ejection, is
+    /// the one ops field outside the plan: it changes nothing the scheduler
+    /// runs with.)
+    pub timeout_ms: u32,
+}
+
+/// The group balancer's settings (seed 004): --gb-parent, --gb-partitions,
+/// --gb-period-ms and --no-group-balancer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupPlan {
+    /// --gb-parent as given: the cgroup whose descendants are balanced.
+    pub parent: String,
+    /// CPUs of each partition.
+    pub partitions: Vec<Vec<usize>>,
+    /// How often userspace looks and may settle one group.
+    pub period_ms: u64,
+    /// False with --no-group-balancer: account, but never settle or bind.
+    pub enabled: bool,
+}
+
+impl GroupPlan {
+    /// The period in ns.
+    pub fn period_ns(&self) -> u64 {
+        self.period_ms * 1_000_000
+    }
 }
 
 impl LoadPlan {
@@ -183,11 +218,22 @@ impl LoadPlan {
             None => None,
         };
         let tunables = Tunables::new(opts, &topo, &layout, partitions.as_deref());
+        let group = match (&opts.gb_parent, partitions) {
+            (Some(parent), Some(partitions)) => Some(GroupPlan {
+                parent: parent.clone(),
+                partitions,
+                period_ms: opts.gb_period_ms,
+                enabled: !opts.no_group_balancer,
+            }),
+            _ => None,
+        };
         Ok(LoadPlan {
             topo,
             layout,
-            partitions,
+            group,
             tunables,
+            ops_flags: OPS_FLAGS,
+            timeout_ms: opts.timeout_ms,
         })
     }
 }
@@ -602,7 +648,7 @@ mod tests {
         // after a restart it is left out, and said so
         let (p, line) = restart(&args, "5").unwrap();
         assert_eq!(
-            p.partitions.unwrap(),
+            p.group.unwrap().partitions,
             [vec![0, 1, 2, 3], vec![4, 6, 7], (8..16).collect()]
         );
         assert_eq!(
@@ -614,19 +660,19 @@ mod tests {
         assert_eq!(p.topo.cpu(6).unwrap().capacity, 1024);
         // a partition left empty is dropped
         let (p, line) = restart(&args, "4-7").unwrap();
-        assert_eq!(p.partitions.unwrap().len(), 2);
+        assert_eq!(p.group.unwrap().partitions.len(), 2);
         assert!(line.unwrap().starts_with("CPU 4-7 offline"));
         // all offline but the ones no list names: no balancer this load
         let (p, line) = restart(&["--gb-parent=x", "--gb-partitions=2-3"], "2-3").unwrap();
-        assert!(p.partitions.is_none() && !p.tunables.group_balancer);
+        assert!(p.group.is_none() && !p.tunables.group_balancer);
         assert!(line.unwrap().ends_with("no group balancer meanwhile"));
         // nothing offline: the plan new() makes, nothing said
         let (p, line) = restart(&args, "").unwrap();
         assert_eq!(line, None);
-        assert_eq!(p.partitions.unwrap()[1], [4, 5, 6, 7]);
+        assert_eq!(p.group.unwrap().partitions[1], [4, 5, 6, 7]);
         // topology names and bad input are not touched
         let (p, line) = restart(&["--gb-parent=x", "--gb-partitions=llc"], "5").unwrap();
-        assert_eq!((p.partitions.unwrap().len(), line), (2, None));
+        assert_eq!((p.group.unwrap().partitions.len(), line), (2, None));
         let err = restart(&["--gb-parent=x", "--gb-partitions=0-3;;4-7"], "5").unwrap_err();
         assert!(format!("{err:#}").contains("is empty"), "{err:#}");
         let err = restart(&["--cpu-capacity=0-3:2000"], "1").unwrap_err();
@@ -640,10 +686,10 @@ mod tests {
             Opts::try_parse_from(["scx_mosaic", "--gb-parent=x", "--gb-partitions=0-7;8-15"])
                 .unwrap();
         let (p, _) = LoadPlan::restart(&opts, topo_without("9")).unwrap();
-        assert_eq!(p.partitions.unwrap()[1].len(), 7);
+        assert_eq!(p.group.unwrap().partitions[1].len(), 7);
         assert_eq!(opts.gb_partitions.as_deref(), Some("0-7;8-15"));
         let (p, line) = LoadPlan::restart(&opts, topo_without("")).unwrap();
-        assert_eq!((p.partitions.unwrap()[1].len(), line), (8, None));
+        assert_eq!((p.group.unwrap().partitions[1].len(), line), (8, None));
     }
 
     #[test]
@@ -677,6 +723,72 @@ mod tests {
         assert!(!t.no_shared_runq && !t.group_accounting && !t.group_balancer);
         assert_eq!((t.nr_parts, t.cpu_part.len()), (0, 0));
         assert_eq!(t.debug_drop_comm, [0; COMM_LEN]);
+    }
+
+    /// Every `const volatile` global of the BPF sources: its name, whether
+    /// it is an array, and its initialiser's value (None: none, so zero).
+    fn bpf_globals() -> Vec<(String, bool, Option<u64>)> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bpf");
+        let mut globals = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            for line in text.lines() {
+                let Some(decl) = line.trim().strip_prefix("const volatile ") else {
+                    continue;
+                };
+                let decl = decl.split(';').next().unwrap();
+                let (lhs, init) = match decl.split_once('=') {
+                    Some((l, r)) => (l, Some(r.trim())),
+                    None => (decl, None),
+                };
+                // "<type> <name>" or "<type> <name>[<len>]"
+                let name = lhs.split_whitespace().last().unwrap();
+                let (name, array) = match name.split_once('[') {
+                    Some((n, _)) => (n, true),
+                    None => (name, false),
+                };
+                let value = init.map(|v| match v {
+                    "true" => 1,
+                    "false" => 0,
+                    v => v
+                        .parse::<u64>()
+                        .unwrap_or_else(|e| panic!("{name} = {v}: {e}")),
+                });
+                globals.push((name.to_string(), array, value));
+            }
+        }
+        globals
+    }
+
+    #[test]
+    fn bpf_initialisers_are_the_rust_defaults_or_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        fake_sysfs(dir.path(), 1, 1, false, 1);
+        let one_cpu = Topology::from_root(dir.path()).unwrap();
+        let t = LoadPlan::new(&Opts::parse_from(["scx_mosaic"]), one_cpu)
+            .unwrap()
+            .tunables;
+        let named = t.by_name();
+        let globals = bpf_globals();
+        assert!(globals.len() >= named.len(), "{globals:?}");
+        for (name, array, init) in &globals {
+            let Some((_, rust)) = named.iter().find(|(n, _)| n == name) else {
+                panic!("BPF global {name} is not a tunable: the loader never writes it");
+            };
+            if *array {
+                assert_eq!(
+                    *init, None,
+                    "{name}: an array starts zero, the loader fills it"
+                );
+            } else {
+                assert_eq!(
+                    init.unwrap_or(0),
+                    rust[0],
+                    "{name}: its BPF initialiser differs from the Rust default"
+                );
+            }
+        }
+        assert_eq!(globals.len(), named.len(), "a tunable with no BPF global");
     }
 
     #[test]
@@ -715,7 +827,7 @@ mod tests {
     #[test]
     fn group_balancer_partitions_reach_the_tunables() {
         let p = plan(&["--gb-parent=x", "--gb-partitions=0-3;4-15"]).unwrap();
-        assert_eq!(p.partitions.as_ref().unwrap().len(), 2);
+        assert_eq!(p.group.as_ref().unwrap().partitions.len(), 2);
         let t = &p.tunables;
         assert!(t.group_accounting && t.group_balancer);
         assert_eq!(t.nr_parts, 2);
@@ -742,6 +854,27 @@ mod tests {
         assert_eq!(get("cgroup_weights"), &[1]);
         assert_eq!(get("cpu_llc").len(), 16);
         assert_eq!(get("debug_drop_comm").len(), COMM_LEN);
+    }
+
+    #[test]
+    fn the_plan_holds_the_ops_tables_settings_and_the_group_balancers() {
+        let p = plan(&[]).unwrap();
+        assert_eq!(p.ops_flags, ["SCX_OPS_ALLOW_QUEUED_WAKEUP"]);
+        assert_eq!((p.timeout_ms, p.group), (0, None));
+        let p = plan(&[
+            "--timeout-ms=2000",
+            "--gb-parent=work",
+            "--gb-period-ms=250",
+            "--no-group-balancer",
+        ])
+        .unwrap();
+        assert_eq!(p.timeout_ms, 2000);
+        let g = p.group.unwrap();
+        assert_eq!(
+            (g.parent.as_str(), g.period_ms, g.enabled),
+            ("work", 250, false)
+        );
+        assert_eq!((g.partitions.len(), g.period_ns()), (2, 250_000_000));
     }
 
     #[test]

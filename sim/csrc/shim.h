@@ -37,6 +37,8 @@
 #define BPF_STRUCT_OPS(name, args...) name(args)
 #undef BPF_STRUCT_OPS_SLEEPABLE
 #define BPF_STRUCT_OPS_SLEEPABLE(name, args...) name(args)
+/* mosaic.bpf.h's prototype of a callback another file defines */
+#define BPF_STRUCT_OPS_DECL(name, args...) name(args)
 
 /*
  * Loop iterations run by the scheduler's BPF code (glue.c): with the kfunc

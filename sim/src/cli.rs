@@ -211,7 +211,7 @@ fn run(a: &RunArgs) -> Result<i32> {
         // into the ops table (engine/run.rs prefers a timeout_ms compiled into
         // the ops table; scx_mosaic's has none)
         watchdog_ns: match loaded.timeout_ms {
-            0 => 30_000_000_000,
+            0 => u64::from(scx_mosaic::tunables::KERNEL_TIMEOUT_MS) * 1_000_000,
             ms => ms as u64 * 1_000_000,
         },
         idle_bound_ns: 20_000_000,

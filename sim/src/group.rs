@@ -12,6 +12,7 @@
 //! go during a run, and time is the simulator's clock.
 use crate::maps::Maps;
 use crate::topology::Topology;
+use scx_mosaic::tunables::GroupPlan;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -19,29 +20,20 @@ use policy::Policy;
 pub use policy::{decide, parse_partitions, Decision};
 pub use scx_mosaic::group::policy;
 
-/// What --gb-parent/--gb-partitions/--gb-period-ms/--no-group-balancer ask.
-#[derive(Debug, Clone)]
-pub struct GbConfig {
-    pub partitions: Vec<Vec<usize>>,
-    pub period_ns: u64,
-    /// false with --no-group-balancer: account only, never settle
-    pub enabled: bool,
-}
-
 pub struct Balancer {
-    cfg: GbConfig,
+    cfg: GroupPlan,
     policy: Policy,
 }
 
 impl Balancer {
-    pub fn new(cfg: GbConfig, topo: &Topology) -> Balancer {
+    pub fn new(cfg: GroupPlan, topo: &Topology) -> Balancer {
         let cap = policy::capacities(&cfg.partitions, topo);
-        let policy = Policy::new(cap, cfg.period_ns, cfg.enabled);
+        let policy = Policy::new(cap, cfg.period_ns(), cfg.enabled);
         Balancer { cfg, policy }
     }
 
     pub fn period_ns(&self) -> u64 {
-        self.cfg.period_ns
+        self.cfg.period_ns()
     }
 
     /// Registers cgroup @cgid (group_prefs = -1: accounted, not settled).
@@ -81,7 +73,7 @@ impl Balancer {
             .map(|(&id, g)| g.to_json(id))
             .collect();
         json!({"enabled": self.cfg.enabled, "partitions": self.cfg.partitions,
-               "period_ms": self.cfg.period_ns / 1_000_000, "groups": groups,
+               "period_ms": self.cfg.period_ms, "groups": groups,
                "mean_exclusivity": self.policy.mean_exclusivity()})
     }
 }

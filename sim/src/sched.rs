@@ -6,22 +6,21 @@
 //! Nothing is mirrored: the flags are parsed by scx_mosaic's own command
 //! line (`scx_mosaic::Opts`, the same defaults and ranges) and turned into
 //! settings by its own `scx_mosaic::tunables::LoadPlan`; this file writes
-//! `Tunables::by_name` into the globals of the same names. What stays here
-//! is what the loader does outside .rodata: the ops flags it adds at open
-//! time (`LOADER_OPS_FLAGS`) and --timeout-ms (the ops table's timeout).
-//! The group balancer's flags (--gb-parent, --gb-partitions, --gb-period-ms,
-//! --no-group-balancer) also configure the simulated balancer (group.rs);
-//! in the simulator --gb-parent's value is not a path: every cgroup of the
-//! workload other than the root is balanced.
+//! `Tunables::by_name` into the globals of the same names. The plan's
+//! settings outside .rodata are taken from it too: the ops flags, resolved
+//! here by name as scx_mosaic resolves them against the kernel, the ops
+//! table's timeout, and the group balancer's `GroupPlan`, which configures
+//! the simulated balancer (group.rs); in the simulator --gb-parent's value
+//! is not a path: every cgroup of the workload other than the root is
+//! balanced.
 use crate::ffi;
-use crate::group::GbConfig;
 use crate::machine::Machine;
 use crate::topology::ShardLayout;
 use anyhow::{bail, Result};
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
-use scx_mosaic::tunables::{LoadPlan, Tunables};
+use scx_mosaic::tunables::{GroupPlan, LoadPlan, Tunables};
 use scx_mosaic::Opts;
 use std::ffi::{c_void, CString};
 
@@ -57,12 +56,18 @@ pub struct Loaded {
     /// --timeout-ms: the ops table's timeout_ms as the loader sets it (0:
     /// the kernel's default).
     pub timeout_ms: u32,
-    pub gb: Option<GbConfig>,
+    pub gb: Option<GroupPlan>,
 }
 
-/// Scheduler::init ORs SCX_OPS_ALLOW_QUEUED_WAKEUP into the ops flags when
-/// the kernel knows it (all kernels the simulator models do).
-pub const LOADER_OPS_FLAGS: u64 = ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+/// The value of the ops flag @name (LoadPlan::ops_flags): every kernel the
+/// simulator models knows the flags the plan asks for.
+fn ops_flag(name: &str) -> Result<u64> {
+    Ok(match name {
+        "SCX_OPS_ENQ_LAST" => ffi::SCX_OPS_ENQ_LAST,
+        "SCX_OPS_ALLOW_QUEUED_WAKEUP" => ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP,
+        _ => bail!("the simulator does not model the ops flag {name}"),
+    })
+}
 
 /// The command-line tokens of the --sched-arg values: "--flag=value" as it
 /// is, anything else split at blanks ("--shard-size 2").
@@ -165,17 +170,16 @@ pub fn set(name: &str, values: &[u64]) -> Result<()> {
 pub fn prepare(m: &mut Machine, opts: &Opts) -> Result<Loaded> {
     let plan = LoadPlan::new(opts, m.topo.clone())?;
     m.topo = plan.topo;
-    let gb = plan.partitions.map(|partitions| GbConfig {
-        partitions,
-        period_ns: opts.gb_period_ms * 1_000_000,
-        enabled: !opts.no_group_balancer,
-    });
+    let mut ops_flags = 0;
+    for name in plan.ops_flags {
+        ops_flags |= ops_flag(name)?;
+    }
     Ok(Loaded {
         layout: plan.layout,
         tunables: plan.tunables,
-        ops_flags: LOADER_OPS_FLAGS,
-        timeout_ms: opts.timeout_ms,
-        gb,
+        ops_flags,
+        timeout_ms: plan.timeout_ms,
+        gb: plan.group,
     })
 }
 

@@ -83,13 +83,6 @@ static __always_inline void util_stopping(struct task_ctx *tctx, s32 cpu,
 	tctx->util_at = now;
 }
 
-/* How pick_idle_by_capacity() chooses. */
-enum cap_pick {
-	CAP_BEST_FIT = 0,  /* the smallest CPU that fits, else the biggest */
-	CAP_FIT_ONLY = 1,  /* only a CPU that fits */
-	CAP_FIRST_FIT = 2, /* the first CPU that fits (before seed 002) */
-};
-
 /*
  * Claim an idle CPU of @dom (NULL: all) that @p may use, by capacity: one
  * that fits @util - the smallest (ties: the first from @start on), or with

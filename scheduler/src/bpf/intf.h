@@ -105,136 +105,152 @@ enum bw_retry_ret {
  * comment after it, on its line. A counter whose name has _MAX_ in it (or
  * ends in _MAX) is a maximum: Rust takes the largest over CPUs (and
  * restarts) and BPF must only raise it; every other counter is summed.
- * A new counter also needs its field in stats::Metrics (the build checks).
+ * They are grouped by the file that counts them; the same build step gives
+ * stats::Metrics a field per counter, with this description.
  */
 enum mosaic_stat {
-	/* seed 000: shared runqueue (shard.bpf.c) */
+	/* wakeup.bpf.c: wakeup placement (seeds 001, 002): where an idle CPU
+	 * was found, and how the woken task reached it */
+	STAT_PREV_KEPT, /* wakeup kept the previous CPU: idle, and the task fits
+			   it */
+	STAT_PREV_REJECTED_CAPACITY, /* previous CPU was idle but too small for
+					the task */
+	STAT_WAKE_SYNC, /* sync wakeup placed on the waker's CPU (prev busy, or
+			   the two wake in turn) */
+	STAT_WAKE_L2_IDLE,  /* wakeup found an idle CPU in the previous CPU's L2
+			       group */
+	STAT_WAKE_LLC_IDLE, /* wakeup found an idle CPU in the previous CPU's
+			       LLC */
+	STAT_WAKE_REMOTE_IDLE, /* wakeup found an idle CPU beyond the previous
+				  CPU's LLC */
+	STAT_WAKE_CAPACITY, /* wakeup found an idle CPU by the capacity search
+			     */
+	STAT_WAKE_BUSY,	    /* wakeup found no idle CPU: the task queues */
+	STAT_DIRECT_DISPATCHES, /* woken task inserted straight into a CPU's
+				   local queue */
+	STAT_INSERT_DIRECT_L2, /* direct insertion: the waker's CPU shares an L2
+				  with the target */
+	STAT_INSERT_DIRECT_WIDE, /* direct insertion beyond the L2
+				    (--no-l2-locality) */
+	STAT_INSERT_QUEUED, /* woken task beyond the L2 handed to its claimed
+			       CPU in enqueue, CPU kicked */
+	STAT_INSERT_DIRECT_EXITING, /* direct insertion beyond the L2 of an
+				       exiting task (never passed to enqueue) */
+	/* shard.bpf.c: the shared runqueue (seed 000), its --no-shared-runq
+	 * baseline, and tasks pinned to one CPU */
 	STAT_SHARD_ENQUEUES,	  /* task queued on a shard of its LLC */
 	STAT_SHARD_PULLS_LOCAL,	  /* CPU took a task from its own shard */
-	STAT_SHARD_PULLS_SIBLING, /* CPU took a task from a sibling shard */
-	STAT_CPU_ENQUEUES,	  /* task queued on a per-CPU queue */
-	STAT_CPU_PULLS,		  /* CPU took a task from its own queue */
-	STAT_KICKS,		  /* idle CPU woken to run a queued task */
-	STAT_DISPATCH_EMPTY,	  /* dispatch found nothing to run */
-	STAT_SIBLING_SCANS,	  /* dispatch looked at the sibling shards */
-	/* seed 003: overload gate and stealing (gate.bpf.c, steal.bpf.c) */
+	STAT_SHARD_PULLS_SIBLING, /* CPU took a task from a sibling shard of its
+				     LLC */
+	STAT_SHARD_PULLS_OLDER,	  /* CPU took a sibling shard's head, a slice
+				     older than its own shard's */
+	STAT_SHARD_PULLS_SAME_RQ, /* own-shard pull took, ahead of the head, a
+				     task already on the CPU's runqueue */
+	STAT_SHARD_PULLS_REMOTE_RQ, /* own-shard pull (--same-rq-pull) took the
+				       head off another CPU's runqueue: none of
+				       its own in reach */
+	STAT_SIBLING_SCANS,	    /* dispatch looked at the sibling shards */
+	STAT_CPU_ENQUEUES,	    /* task queued on a per-CPU queue */
+	STAT_CPU_PULLS,		    /* CPU took a task from its own queue */
+	STAT_KICKS,		    /* idle CPU woken to run a queued task */
+	STAT_NEWIDLE_PULLS, /* --no-shared-runq: a CPU about to idle took from
+			       its LLC's busiest CPU queue */
+	STAT_NEWIDLE_PULLS_REMOTE, /* --no-shared-runq: a CPU about to idle took
+				      from another LLC's busiest CPU queue (none
+				      in its own) */
+	STAT_SHORT_SLICES,  /* crowded queues: a task started with a shorter
+			       slice, more than CPU_QUEUE_FULL_SLICES (intf.h)
+			       waiting on its CPU's own queue or per CPU on its
+			       shard */
+	STAT_CPU_QUEUE_MAX, /* pinned tasks: most tasks a dispatch saw waiting
+			       on one CPU's own queue (a maximum) */
+	/* gate.bpf.c: the overload flag and the periodic scan (seed 003) */
+	STAT_OVERLOAD_SETS, /* times the overload flag went up */
+	STAT_OVERLOAD_NS, /* time the overload flag spent up, ns (closed spells)
+			   */
+	STAT_IDLE_WAITING_SCANS,  /* periodic scans that saw a CPU idle while a
+				     task allowed on it waited */
+	STAT_IDLE_WAITING_MAX_US, /* longest stretch of a CPU idle while a task
+				     allowed on it waited, us (a maximum) */
+	/* steal.bpf.c: stealing across LLCs (seed 003), balancing busy LLCs */
 	STAT_STEAL_SCANS,	  /* cross-LLC steal scans done */
-	STAT_STEAL_SCANS_SKIPPED, /* ... skipped: the overload flag was clear */
-	STAT_STEAL_HITS,	  /* ... that moved a task */
-	STAT_STEAL_PULLS_NODE,	 /* tasks stolen from an LLC of the same node */
-	STAT_STEAL_PULLS_REMOTE, /* tasks stolen from another node */
-	STAT_OVERLOAD_SETS,	 /* times the overload flag went up */
-	STAT_OVERLOAD_NS,	 /* time the flag spent up (closed spells) */
-	/* the wasted-core check of the periodic scan (gate.bpf.c) */
-	STAT_IDLE_WAITING_SCANS,  /* scans that saw a CPU idle while a task
-				   * allowed on it waited in a queue */
-	STAT_IDLE_WAITING_MAX_US, /* longest such stretch; a maximum, not a
-				   * sum: per CPU, the scans that ran there */
-	/* wakeup placement (wakeup.bpf.c): where an idle CPU was found */
-	STAT_PREV_KEPT,		     /* prev was idle and the task fits it */
-	STAT_PREV_REJECTED_CAPACITY, /* prev was idle but too small */
-	STAT_WAKE_SYNC,		     /* sync wakeup placed on the waker's CPU
-				      * (prev busy, or the two wake in turn) */
-	STAT_WAKE_L2_IDLE,	     /* idle CPU found in prev's L2 group */
-	STAT_WAKE_LLC_IDLE,	     /* idle CPU found in prev's LLC */
-	STAT_WAKE_REMOTE_IDLE,	     /* idle CPU found beyond prev's LLC */
-	STAT_WAKE_CAPACITY,	     /* idle CPU found by the capacity search */
-	STAT_WAKE_BUSY,		     /* no idle CPU: the task queues */
-	STAT_WAKE_GROUP_PART, /* idle CPU found in the group's partition */
-	STAT_GROUP_FALLBACK,  /* the partition had none: searched wider */
-	/* seed 001: L2-scoped insertion: how the woken task reached its CPU */
-	STAT_DIRECT_DISPATCHES,	 /* inserted straight into a local DSQ */
-	STAT_INSERT_DIRECT_L2,	 /* ... the waker's CPU shares an L2 with it */
-	STAT_INSERT_DIRECT_WIDE, /* ... beyond the L2 (--no-l2-locality) */
-	STAT_INSERT_QUEUED, /* ... beyond the L2: handed over in ops.enqueue
-			     * (target's local DSQ, which wakes it) */
-	STAT_INSERT_DIRECT_EXITING, /* ... beyond the L2, but the task exits */
-	/* seed 002: capacity (capacity.bpf.c) */
-	STAT_MIGRATIONS,   /* task started on a CPU other than its last */
+	STAT_STEAL_SCANS_SKIPPED, /* cross-LLC steal scans skipped: the overload
+				     flag was clear */
+	STAT_STEAL_HITS,	  /* cross-LLC steal scans that moved a task */
+	STAT_STEAL_PULLS_NODE, /* tasks stolen from an LLC of the same NUMA node
+				*/
+	STAT_STEAL_PULLS_REMOTE, /* tasks stolen from another NUMA node */
+	STAT_LLC_BALANCE_HINTS,	 /* busy LLCs: the periodic scan told an LLC to
+				    take a task from one with more weight per CPU
+				  */
+	STAT_LLC_BALANCE_PULLS,	 /* busy LLCs: a CPU took a task from the busier
+				    LLC it was told of */
+	/* capacity.bpf.c: capacity (seed 002) */
 	STAT_MISFIT_MOVES, /* task too big for its CPU moved to an idle one */
-	STAT_GROUP_MOVES,  /* task moved into its group's partition */
-	STAT_GROUP_QUEUED, /* ... queued on a shard of the partition */
-	STAT_DEBUG_DROPS,  /* tasks lost on purpose by --debug-drop-comm */
-	/* cgroup cpu.weight (weight.bpf.c) */
-	STAT_CGROUPS_UNTRACKED, /* cgroups beyond MAX_CGROUPS: their
-				 * tasks are charged by nice weight only */
-	/* seed 000: fairness across the shards of an LLC (shard.bpf.c) */
-	STAT_SHARD_PULLS_OLDER, /* CPU took a sibling shard's head, a slice
-				 * older than its own shard's */
-	/* slice ends (main.bpf.c) */
-	STAT_PREV_REFILLED, /* dispatch found nothing queued: the runnable
-			     * prev keeps its CPU with a new slice */
-	STAT_LAST_KEPT,	    /* a lone task due to move (misfit, partition)
-			     * found no idle CPU to go to: it stays */
-	STAT_WAIT_MAX_US,   /* longest runnable wait (wait.bpf.c); a maximum,
-			     * not a sum */
-	/* group balancer moves (group.bpf.c) */
-	STAT_GROUP_SWAPS,      /* task outside its partition took the CPU of
-				* one that belongs where it was (preempted) */
+	/* group.bpf.c: the group balancer (seed 004) */
+	STAT_WAKE_GROUP_PART, /* wakeup found an idle CPU in the group's
+				 partition */
+	STAT_GROUP_FALLBACK,  /* the group's partition had no idle CPU: searched
+				 wider */
+	STAT_GROUP_MOVES,     /* task moved into its group's partition */
+	STAT_GROUP_QUEUED, /* task moved into its group's partition by queueing
+			      on a shard there */
+	STAT_GROUP_SWAPS, /* task outside its partition took the CPU of one that
+			     belongs where it was */
 	STAT_GROUP_TICK_MOVES, /* a tick ended the slice of a task outside its
-				* partition that had somewhere to go */
-	/* seed 000's baseline, --no-shared-runq (shard.bpf.c) */
-	STAT_NEWIDLE_PULLS,	   /* a CPU about to idle took a task from the
-				    * busiest CPU queue of its LLC */
-	STAT_NEWIDLE_PULLS_REMOTE, /* ... of another LLC (none in its own) */
-	/* cgroup cpu.max and cpu.idle (bandwidth.bpf.c, weight.bpf.c) */
-	STAT_BW_THROTTLES,	 /* a limited cgroup's pool ran dry */
-	STAT_BW_THROTTLED_NS,	 /* time limited cgroups spent throttled,
-				  * summed over cgroups (ended spells) */
-	STAT_BW_REFILLS,	 /* period refills of limited cgroups' pools */
-	STAT_BW_PARKED,		 /* task of a throttled cgroup parked */
-	STAT_BW_UNPARKED,	 /* parked task moved back to a queue */
-	STAT_BW_PARK_LEFT,	 /* parked task left its park queue another
-				  * way (moved to another cgroup, affinity
-				  * changed) before the refill */
-	STAT_BW_UNTRACKED,	 /* cpu.max limits that found no slot or park
-				  * queue: not enforced until a retry */
-	STAT_BW_BUDGET_RETURNS,	 /* a CPU's cpu.max budget handed back to its
-				  * pool to make room for another cgroup's */
-	STAT_IDLE_CGROUP_YIELDS, /* task of a cpu.idle cgroup gave up its
-				  * CPU at a tick to a waiting task */
-	STAT_IDLE_CGROUP_QUEUED, /* ... queued on its LLC's idle queue */
-	STAT_IDLE_CGROUP_PULLS,	 /* CPU took a task from the idle queue */
-	/* slice ends (main.bpf.c) */
-	STAT_PREV_KEPT_AHEAD, /* the runnable prev kept its CPU for another
-			       * slice: tasks were queued for the CPU, but
-			       * none due before it (vtime a slice older, or
-			       * waiting a slice already) */
-	/* seed 000: the own-shard pull (shard.bpf.c) */
-	STAT_SHARD_PULLS_SAME_RQ,   /* CPU took from its own shard, ahead of the
-				     * head, a task already on its runqueue (no
-				     * migration), within a slice of vtime */
-	STAT_SHARD_PULLS_REMOTE_RQ, /* ... or, none within reach, took the
-				     * head off another CPU's runqueue (a
-				     * migration under both runqueue locks) */
-	/* cgroup cpu.weight: per-CPU load slots (weight.bpf.c) */
-	STAT_CGROUP_LOAD_NOTES, /* a task of a cgroup became runnable or
-				 * quiescent: noted in the CPU's slots */
-	STAT_CGROUP_LOAD_FOLDS, /* a slot with a net change folded into its
-				 * cgroup's shared counters */
-	/* balancing busy LLCs (steal.bpf.c) */
-	STAT_LLC_BALANCE_HINTS, /* the periodic scan told an LLC to take a
-				 * task from one with more waiting per CPU */
-	STAT_LLC_BALANCE_PULLS, /* ... and a CPU of it took one */
-	/* cgroup cpu.idle (weight.bpf.c) */
-	STAT_IDLE_CGROUP_OVERDUE, /* idle_cgroup_pulls whose task had waited
-				   * idle_wait_ns: its turn against the
-				   * watchdog, taken from a busy CPU */
-	/* cgroup cpu.max (bandwidth.bpf.c, wait.bpf.c) */
-	STAT_BW_PARKED_MAX_US, /* longest a task stayed parked by its cgroup's
-				* cpu.max (not in STAT_WAIT_MAX_US); a
-				* maximum, not a sum */
-	/* tasks pinned to one CPU (shard.bpf.c) */
-	STAT_SHORT_SLICES,  /* a task started with a slice shortened: more
-			     * than CPU_QUEUE_FULL_SLICES tasks waited on
-			     * its CPU's own queue, or per CPU on its
-			     * shard */
-	STAT_CPU_QUEUE_MAX, /* most tasks a dispatch saw waiting on one CPU's
-			     * own queue; a maximum, not a sum */
-	/* wakeup preemption (vtime.bpf.c) */
-	STAT_WAKE_PREEMPTS, /* a woken task with no idle CPU preempted the task
-			     * running on its CPU, more than min_slice_ns
-			     * of vtime past it */
+				  partition that could move */
+	/* main.bpf.c: dispatch, slice ends, migrations */
+	STAT_DISPATCH_EMPTY, /* dispatch found nothing to run */
+	STAT_PREV_REFILLED,  /* dispatch found nothing queued: the runnable prev
+				kept its CPU, slice refilled */
+	STAT_PREV_KEPT_AHEAD, /* slice end: the runnable prev kept its CPU
+				 though tasks were queued (none due) */
+	STAT_LAST_KEPT,	 /* a lone task due to move (misfit, partition) found no
+			    idle CPU: stayed */
+	STAT_MIGRATIONS, /* task started on a CPU other than its last */
+	STAT_DEBUG_DROPS, /* tasks lost on purpose by --debug-drop-comm */
+	/* weight.bpf.c: cgroup cpu.weight and cpu.idle */
+	STAT_CGROUPS_UNTRACKED,	 /* cgroups beyond the cgroup table: tasks
+				    charged by nice weight only */
+	STAT_CGROUP_LOAD_NOTES,	 /* cpu.weight: a cgroup's task became runnable
+				    or quiescent (noted per CPU) */
+	STAT_CGROUP_LOAD_FOLDS,	 /* cpu.weight: a CPU's net change to a cgroup's
+				    load folded into shared counters */
+	STAT_IDLE_CGROUP_YIELDS, /* cpu.idle: a task of an idle cgroup gave up
+				    its CPU at a tick to a waiter */
+	STAT_IDLE_CGROUP_QUEUED, /* cpu.idle: a task of an idle cgroup queued on
+				    its LLC's idle queue */
+	STAT_IDLE_CGROUP_PULLS,	 /* cpu.idle: a CPU took a task from its LLC's
+				    idle queue */
+	STAT_IDLE_CGROUP_OVERDUE, /* cpu.idle: of idle_cgroup_pulls, a task that
+				     waited a quarter of the watchdog timeout
+				     took a busy CPU */
+	/* bandwidth.bpf.c: cgroup cpu.max */
+	STAT_BW_THROTTLES,    /* cpu.max: a limited cgroup's pool ran dry
+				 (throttled) */
+	STAT_BW_THROTTLED_NS, /* cpu.max: time limited cgroups spent throttled,
+				 ns, summed over cgroups */
+	STAT_BW_REFILLS, /* cpu.max: period refills of limited cgroups' pools */
+	STAT_BW_PARKED,	 /* cpu.max: task of a throttled cgroup parked off the
+			    shards */
+	STAT_BW_UNPARKED,  /* cpu.max: parked task moved back to a queue after a
+			      refill */
+	STAT_BW_PARK_LEFT, /* cpu.max: parked task left its park queue another
+			      way (cgroup move, affinity) */
+	STAT_BW_UNTRACKED, /* cpu.max limits that found no slot or park queue:
+			      not enforced until retried */
+	STAT_BW_BUDGET_RETURNS, /* a CPU's cpu.max budget handed back to its
+				   pool for another cgroup's */
+	STAT_BW_PARKED_MAX_US,	/* cpu.max: longest a task stayed parked by its
+				   cgroup's limit (not in wait_max_us),
+				   microseconds */
+	/* vtime.bpf.c: wakeup preemption */
+	STAT_WAKE_PREEMPTS, /* woken task with no idle CPU preempted the task
+			       running on its CPU, more than min_slice_ns of
+			       vtime past it */
+	/* wait.bpf.c: runnable waits */
+	STAT_WAIT_MAX_US, /* longest runnable wait (woken or requeued until
+			     running; a cpu.max park apart), microseconds */
 	NR_MOSAIC_STATS,
 };
 

@@ -13,14 +13,18 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 
-/* Tunables: set from Rust before load, read-only afterwards. */
-const volatile u32 nr_cpu_ids = 1;     /* CPUs with ids below this exist */
-const volatile u32 nr_llcs = 1;	       /* LLCs, numbered 0..nr_llcs-1 */
-const volatile u32 nr_shards = 1;      /* shards over all LLCs */
-const volatile u64 slice_ns = 5000000; /* time slice given to each task */
-const volatile bool no_shared_runq;    /* seed 000's NO_SHARED_RUNQ baseline */
-const volatile bool smt_enabled;       /* some core has several threads */
-const volatile bool asym_capacity;     /* CPUs differ in capacity */
+/*
+ * Tunables: set from Rust before load (tunables.rs, every one of them),
+ * read-only afterwards. An initialiser is the value Rust writes with the
+ * default options on a one-CPU machine; tunables.rs's tests check that.
+ */
+const volatile u32 nr_cpu_ids = 1;	/* CPUs with ids below this exist */
+const volatile u32 nr_llcs = 1;		/* LLCs, numbered 0..nr_llcs-1 */
+const volatile u32 nr_shards = 1;	/* shards over all LLCs */
+const volatile u64 slice_ns = 20000000; /* time slice given to each task */
+const volatile bool no_shared_runq;	/* seed 000's NO_SHARED_RUNQ baseline */
+const volatile bool smt_enabled;	/* some core has several threads */
+const volatile bool asym_capacity;	/* CPUs differ in capacity */
 const volatile bool no_l2_locality;   /* seed 001 off: LLC is the near domain */
 const volatile bool same_rq_pull;     /* own shard: a task on this rq first */
 const volatile bool no_prev_first;    /* seed 002 off: asym skips prev check */
@@ -292,12 +296,25 @@ static __always_inline u32 capacity_of(s32 cpu)
 }
 
 /*
- * What each mechanism file offers the others. main.bpf.c includes the files
- * in dependency order, but every call across files goes through one of these
- * declarations, so a file's interface is read here, not found by include
- * order. (Functions a file only uses itself are not listed.)
+ * What each mechanism file offers the others, grouped by the file that
+ * defines it: functions, and the types, maps and globals another file reads.
+ * main.bpf.c includes the files in dependency order, but every use across
+ * files goes through one of these declarations, so a file's interface is
+ * read here, not found by include order: scripts/bpf-interface-check (make
+ * lint) compiles each file alone against this header and fails on anything
+ * used across files and not declared here. (What a file only uses itself is
+ * not listed.)
  */
 struct cpumask;
+
+/*
+ * The prototype of the ops callback BPF_STRUCT_OPS(@name, @args...) defines,
+ * for an ops table in another file than the callback (the simulator, whose
+ * BPF_STRUCT_OPS defines name(args), defines this to match).
+ */
+#ifndef BPF_STRUCT_OPS_DECL
+#define BPF_STRUCT_OPS_DECL(name, args...) name(unsigned long long *ctx)
+#endif
 
 /* topo.bpf.c: the L2 / LLC cpumasks */
 static s32 topo_init(void); /* build the masks (ops.init) */
@@ -309,6 +326,48 @@ static __always_inline s32 alloc_masks(void *masks, u32 nr); /* masks' init */
 static __always_inline void mask_set(void *masks, u32 idx, u32 cpu);
 
 /* weight.bpf.c: cgroup cpu.weight */
+/* shares and weights are Q16 (WEIGHT_SHIFT fraction bits) */
+#define WEIGHT_SHIFT 16
+/* A cgroup with the cpu controller, keyed by cgroup id (bandwidth.bpf.c
+ * keeps its cpu.max slot here too). */
+struct cg_node {
+	u64 parent;	/* parent's cgroup id; 0 for the root */
+	u32 weight;	/* its weight among its siblings, load units */
+	u32 level;	/* depth: 0 is the root cgroup */
+	s64 load;	/* weight of its runnable tasks and active children */
+	s64 nr_active;	/* how many runnable tasks and active children */
+	u32 cpu_weight; /* its cpu.weight, 1..10000 (100: default) */
+	bool idle;	/* cpu.idle set: weighs IDLE_LOAD, yields at ticks */
+	bool has_park;	/* its cpu.max park queue exists (bandwidth.bpf.c) */
+	bool bw_missed; /* its cpu.max found no slot: not enforced yet */
+	u32 bw_slot;	/* its cpu.max slot + 1 (bandwidth.bpf.c), 0: none */
+};
+
+/* allocated as cgroups appear: MAX_CGROUPS costs nothing until used */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, u64);
+	__type(value, struct cg_node);
+	__uint(max_entries, MAX_CGROUPS);
+} cg_nodes SEC(".maps");
+
+/* the cgroup id of @cgrp */
+static __always_inline u64 cgroup_id_of(struct cgroup *cgrp);
+/* @cgrp's node, added now if it did not fit before */
+static __always_inline struct cg_node *cg_node_get(struct cgroup *cgrp);
+/* fold this CPU's pending cgroup load changes (each tick, going idle) */
+static __always_inline void weight_flush(void);
+/* the cgroup ops of the ops table (main.bpf.c) */
+s32 BPF_STRUCT_OPS_DECL(mosaic_cgroup_init, struct cgroup *cgrp,
+			struct scx_cgroup_init_args *args);
+void BPF_STRUCT_OPS_DECL(mosaic_cgroup_exit, struct cgroup *cgrp);
+void BPF_STRUCT_OPS_DECL(mosaic_cgroup_move, struct task_struct *p,
+			 struct cgroup *from, struct cgroup *to);
+void BPF_STRUCT_OPS_DECL(mosaic_cgroup_set_weight, struct cgroup *cgrp,
+			 u32 weight);
+void BPF_STRUCT_OPS_DECL(mosaic_cgroup_set_idle, struct cgroup *cgrp,
+			 bool idle);
 static __always_inline void weight_set_cgroup(struct task_ctx *tctx,
 					      struct cgroup *cgrp);
 static __always_inline void weight_runnable(struct task_struct *p,
@@ -358,8 +417,17 @@ static __always_inline void vtime_note_stopped(s32 cpu);
 /* run woken @p on @cpu at once if its task ran far past @p's vtime */
 static __always_inline bool vtime_wake_preempt(struct task_struct *p, s32 cpu,
 					       u64 enq_flags);
+/* the periodic scan's weighing of @llc sets how fast its clock should move */
+static __always_inline void vtime_note_llc_load(u32 llc, u64 load, u32 nr_cpus);
 
 /* capacity.bpf.c: utilisation and capacity (seed 002) */
+/* How pick_idle_by_capacity() chooses. */
+enum cap_pick {
+	CAP_BEST_FIT = 0,  /* the smallest CPU that fits, else the biggest */
+	CAP_FIT_ONLY = 1,  /* only a CPU that fits */
+	CAP_FIRST_FIT = 2, /* the first CPU that fits (before seed 002) */
+};
+
 static __always_inline void util_init(struct task_ctx *tctx, u64 now);
 static __always_inline void util_running(struct task_ctx *tctx, u64 now);
 static __always_inline void util_stopping(struct task_ctx *tctx, s32 cpu,
@@ -380,9 +448,31 @@ static s32 gate_init(void);
 static __always_inline void overload_set(void);
 /* a task waits that only a CPU of another LLC can take (the flag is up) */
 static __always_inline bool overload_up(void);
+/* the flag itself (overload_up() reads it) */
+extern u32 overloaded;
+/* per CPU, the shard (+1; 0: none) the scan kicked it for (steal.bpf.c) */
+extern u32 steal_hint[MAX_CPUS];
 
 /* shard.bpf.c: the sharded shared runqueue (seed 000) and its baseline */
 static s32 shard_init(void);
+/*
+ * Per CPU, the state of its own queue (the tasks pinned to it), written only
+ * by the CPU itself: the largest vtime of a pinned task that started from
+ * the queue (0: the queue was empty at the CPU's last dispatch; vtime.bpf.c
+ * moves and reads it), and the slice of the tasks the CPU starts (0:
+ * slice_ns).
+ */
+struct cpu_queue {
+	u64 clock;
+	u64 slice;
+} __attribute__((aligned(64)));
+/* the own-queue state of @cpu */
+static __always_inline struct cpu_queue *cpu_queue_of(s32 cpu);
+/* its dispatch saw @n tasks on @cpu's own queue: set the slice, the clock */
+static __always_inline void cpu_queue_note(s32 cpu, u32 n);
+/* @p starts on @cpu: cut its slice to the CPU's, if its queue is crowded */
+static __always_inline void cpu_queue_slice_apply(struct task_struct *p,
+						  s32 cpu);
 /* queue @p, on @cpu, on its shard (or its CPU's own queue) */
 static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 				       u64 enq_flags);
@@ -427,8 +517,12 @@ static __always_inline bool cpu_has_older_waiter(s32 cpu, u64 since);
 static __always_inline u64 queue_dsq_of(struct task_struct *p, s32 cpu);
 /* count a task moved onto @dsq as queued there */
 static __always_inline void count_moved_in(u64 dsq);
+
 /* bandwidth.bpf.c: cgroup cpu.max */
 static s32 bw_init(void);
+/* ops.cgroup_set_bandwidth of the ops table (main.bpf.c) */
+void BPF_STRUCT_OPS_DECL(mosaic_cgroup_set_bandwidth, struct cgroup *cgrp,
+			 u64 period_us, u64 quota_us, u64 burst_us);
 /* cpu.max of cgroup @id set (cgroup_init, cgroup_set_bandwidth) or lifted */
 static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
 				   u64 burst_us);
@@ -437,9 +531,6 @@ static __always_inline void bw_release(u64 id);
 static bool bw_cgroup_init(u64 id);
 /* ops.cgroup_exit: lift cgroup @id's limit and drop its park queue */
 static void bw_cgroup_exit(u64 id, bool has_park);
-/* weight.bpf.c: @cgrp's node, added now if it did not fit before */
-struct cg_node;
-static __always_inline struct cg_node *cg_node_get(struct cgroup *cgrp);
 /* the park slot of a throttled cgroup of the task, or -1 */
 static __always_inline s32 bw_throttled_slot(struct task_struct *p,
 					     struct task_ctx *tctx);

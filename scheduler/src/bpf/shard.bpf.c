@@ -120,6 +120,15 @@ static __always_inline void queue_task(struct task_struct *p, s32 cpu,
 		queue_on_shard(p, cpu, enq_flags);
 }
 
+/* Per CPU, the state of its own queue (struct cpu_queue, mosaic.bpf.h). */
+struct cpu_queue cpu_queues[MAX_CPUS];
+
+/* The own-queue state of @cpu. */
+static __always_inline struct cpu_queue *cpu_queue_of(s32 cpu)
+{
+	return &cpu_queues[cpu_idx(cpu)];
+}
+
 /*
  * @cpu's dispatch saw @n tasks waiting on its own queue: up to
  * CPU_QUEUE_FULL_SLICES take turns at full slices; more share that many

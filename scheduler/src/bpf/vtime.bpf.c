@@ -76,23 +76,10 @@ struct llc_clock {
 struct llc_clock llc_clocks[MAX_LLCS];
 
 /*
- * Per CPU, the state of its own queue (the tasks pinned to it), written only
- * by the CPU itself: the largest vtime of a pinned task that started from
- * the queue (0: the queue was empty at the CPU's last dispatch), and the
- * slice of the tasks the CPU starts (0: slice_ns; shard.bpf.c).
- */
-struct cpu_queue {
-	u64 clock;
-	u64 slice;
-} __attribute__((aligned(64)));
-
-struct cpu_queue cpu_queues[MAX_CPUS];
-
-/*
  * Per CPU, its running task's vtime when its current stretch began, when
  * that was, and the share that charges it (0: none running); written by the
  * CPU itself at each start and tick, read by wakeups that find no idle CPU
- * (vtime_preempt_for()).
+ * (vtime_wake_preempt()).
  */
 struct cpu_running {
 	u64 vtime;
@@ -101,12 +88,6 @@ struct cpu_running {
 } __attribute__((aligned(64)));
 
 struct cpu_running cpu_runnings[MAX_CPUS];
-
-/* The own-queue state of @cpu. */
-static __always_inline struct cpu_queue *cpu_queue_of(s32 cpu)
-{
-	return &cpu_queues[cpu_idx(cpu)];
-}
 
 /* The clock of @llc. */
 static __always_inline struct llc_clock *llc_clock_of(u32 llc)

@@ -52,7 +52,6 @@
  * periodic scan spreads the same shares evenly (steal.bpf.c).
  */
 
-#define WEIGHT_SHIFT 16
 /* loads and cgroup weights: cpu.weight x LOAD_SCALE (nice 0: 3200) */
 #define LOAD_SCALE 32
 /* cpu.idle: the kernel's SCHED_IDLE weight, 3 against nice 0's 1024 */
@@ -61,32 +60,9 @@
  * once per tick at HZ=1000 (task_share()) */
 #define SHARE_REFRESH_NS 1000000ULL
 
-/* A cgroup with the cpu controller, keyed by cgroup id. */
-struct cg_node {
-	u64 parent;	/* parent's cgroup id; 0 for the root */
-	u32 weight;	/* its weight among its siblings, load units */
-	u32 level;	/* depth: 0 is the root cgroup */
-	s64 load;	/* weight of its runnable tasks and active children */
-	s64 nr_active;	/* how many runnable tasks and active children */
-	u32 cpu_weight; /* its cpu.weight, 1..10000 (100: default) */
-	bool idle;	/* cpu.idle set: weighs IDLE_LOAD, yields at ticks */
-	bool has_park;	/* its cpu.max park queue exists (bandwidth.bpf.c) */
-	bool bw_missed; /* its cpu.max found no slot: not enforced yet */
-	u32 bw_slot;	/* its cpu.max slot + 1 (bandwidth.bpf.c), 0: none */
-};
-
 /* some cgroup has had cpu.idle set: until then the idle queues are off (never
  * cleared, so that no task is ever left on an idle queue nobody reads) */
 bool idle_cgroups_seen;
-
-/* allocated as cgroups appear: MAX_CGROUPS costs nothing until used */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, u64);
-	__type(value, struct cg_node);
-	__uint(max_entries, MAX_CGROUPS);
-} cg_nodes SEC(".maps");
 
 /* The cgroup id of @cgrp. */
 static __always_inline u64 cgroup_id_of(struct cgroup *cgrp)

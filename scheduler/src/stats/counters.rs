@@ -213,21 +213,26 @@ mod tests {
         assert_eq!(
             maxima,
             [
+                "cpu_queue_max",
                 "idle_waiting_max_us",
-                "wait_max_us",
                 "bw_parked_max_us",
-                "cpu_queue_max"
+                "wait_max_us"
             ]
         );
         for s in &STATS {
             assert!(s.desc.len() > 5, "{}: {:?}", s.name, s.desc);
         }
         let steal = def(bpf_intf::mosaic_stat_STAT_STEAL_SCANS_SKIPPED);
-        assert_eq!(steal.desc, "... skipped: the overload flag was clear");
-        let idle = def(bpf_intf::mosaic_stat_STAT_IDLE_WAITING_SCANS);
         assert_eq!(
-            idle.desc,
-            "scans that saw a CPU idle while a task allowed on it waited in a queue"
+            steal.desc,
+            "cross-LLC steal scans skipped: the overload flag was clear"
+        );
+        // a comment wrapped over lines is one description
+        let remote_rq = def(bpf_intf::mosaic_stat_STAT_SHARD_PULLS_REMOTE_RQ);
+        assert_eq!(
+            remote_rq.desc,
+            "own-shard pull (--same-rq-pull) took the head off another CPU's runqueue: \
+             none of its own in reach"
         );
     }
 

@@ -1,8 +1,8 @@
 //! The report's shape: Metrics, everything the scheduler reports, live over
 //! the scx_stats socket (stats_server.rs) and at exit in --stats-file, with
 //! the structs inside it. Its fields and their JSON types are what clients
-//! read: keep them. One u64 field per counter of intf.h (with_stats! makes
-//! the build fail for a counter without one); report.rs fills them in.
+//! read: keep them. One u64 field per counter of intf.h, generated with its
+//! description from intf.h (struct_with_counters!); report.rs fills them in.
 
 use scx_stats::{Meta, StatsMeta, StatsStructAttrs};
 use scx_stats_derive::Stats;
@@ -50,221 +50,70 @@ plain_json_stat!(
     "an index from 0, or null for none"
 );
 
-/// Everything the scheduler reports, live over the scx_stats socket and at
-/// exit in --stats-file: one struct, serialised the same way for both.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
-#[stat(
-    top,
-    desc = "scx_mosaic: counters since it started (summed over restarts), layout, exit"
-)]
-pub struct Metrics {
-    #[stat(desc = "always \"mosaic\": which scheduler answered")]
-    pub scheduler: String,
-    #[stat(desc = "seconds since scx_mosaic started")]
-    pub runtime_s: f64,
-    #[stat(desc = "loads after the first: restarts the kernel asked for (CPU hotplug)")]
-    pub restarts: u64,
+// The counter fields (one per counter of intf.h, described there) come from
+// struct_with_counters! (build/stat_table.rs), between the two lists of fields.
+struct_with_counters! {
+    /// Everything the scheduler reports, live over the scx_stats socket and at
+    /// exit in --stats-file: one struct, serialised the same way for both.
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
     #[stat(
-        desc = "cgroups whose cpu.max is set but not enforced now (named in warnings; retried)"
+        top,
+        desc = "scx_mosaic: counters since it started (summed over restarts), layout, exit"
     )]
-    pub bw_limits_missed: u64,
+    pub struct Metrics {
+        #[stat(desc = "always \"mosaic\": which scheduler answered")]
+        pub scheduler: String,
+        #[stat(desc = "seconds since scx_mosaic started")]
+        pub runtime_s: f64,
+        #[stat(desc = "loads after the first: restarts the kernel asked for (CPU hotplug)")]
+        pub restarts: u64,
+        #[stat(
+            desc = "cgroups whose cpu.max is set but not enforced now (named in warnings; retried)"
+        )]
+        pub bw_limits_missed: u64,
+    } {
+        #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
+        pub wait_hist_log2_us: Vec<u64>,
+        #[stat(desc = "median runnable wait over the run, microseconds (log2 bucket's upper edge)")]
+        pub wait_p50_us: u64,
+        #[stat(
+            desc = "99th percentile runnable wait over the run, microseconds (bucket's upper edge)"
+        )]
+        pub wait_p99_us: u64,
+        #[stat(
+            desc = "99.9th percentile runnable wait over the run, microseconds (bucket's upper edge)"
+        )]
+        pub wait_p999_us: u64,
+        #[stat(desc = "the task of wait_max_us then, as comm[pid] (empty before any wait)")]
+        pub wait_max_task: String,
 
-    #[stat(desc = "task queued on a shard of its LLC")]
-    pub shard_enqueues: u64,
-    #[stat(desc = "CPU took a task from its own shard")]
-    pub shard_pulls_local: u64,
-    #[stat(desc = "CPU took a task from a sibling shard of its LLC")]
-    pub shard_pulls_sibling: u64,
-    #[stat(desc = "task queued on a per-CPU queue")]
-    pub cpu_enqueues: u64,
-    #[stat(desc = "CPU took a task from its own queue")]
-    pub cpu_pulls: u64,
-    #[stat(desc = "idle CPU woken to run a queued task")]
-    pub kicks: u64,
-    #[stat(desc = "dispatch found nothing to run")]
-    pub dispatch_empty: u64,
-    #[stat(desc = "dispatch looked at the sibling shards")]
-    pub sibling_scans: u64,
-    #[stat(desc = "cross-LLC steal scans done")]
-    pub steal_scans: u64,
-    #[stat(desc = "cross-LLC steal scans skipped: the overload flag was clear")]
-    pub steal_scans_skipped: u64,
-    #[stat(desc = "cross-LLC steal scans that moved a task")]
-    pub steal_hits: u64,
-    #[stat(desc = "tasks stolen from an LLC of the same NUMA node")]
-    pub steal_pulls_node: u64,
-    #[stat(desc = "tasks stolen from another NUMA node")]
-    pub steal_pulls_remote: u64,
-    #[stat(desc = "times the overload flag went up")]
-    pub overload_sets: u64,
-    #[stat(desc = "time the overload flag spent up, ns (closed spells)")]
-    pub overload_ns: u64,
-    #[stat(desc = "periodic scans that saw a CPU idle while a task allowed on it waited")]
-    pub idle_waiting_scans: u64,
-    #[stat(desc = "longest such stretch of a CPU idle while a task waited, us (a maximum)")]
-    pub idle_waiting_max_us: u64,
-    #[stat(desc = "wakeup kept the previous CPU: idle, and the task fits it")]
-    pub prev_kept: u64,
-    #[stat(desc = "previous CPU was idle but too small for the task")]
-    pub prev_rejected_capacity: u64,
-    #[stat(desc = "sync wakeup placed on the waker's CPU (prev busy, or the two wake in turn)")]
-    pub wake_sync: u64,
-    #[stat(desc = "wakeup found an idle CPU in the previous CPU's L2 group")]
-    pub wake_l2_idle: u64,
-    #[stat(desc = "wakeup found an idle CPU in the previous CPU's LLC")]
-    pub wake_llc_idle: u64,
-    #[stat(desc = "wakeup found an idle CPU beyond the previous CPU's LLC")]
-    pub wake_remote_idle: u64,
-    #[stat(desc = "wakeup found an idle CPU by the capacity search")]
-    pub wake_capacity: u64,
-    #[stat(desc = "wakeup found no idle CPU: the task queues")]
-    pub wake_busy: u64,
-    #[stat(desc = "wakeup found an idle CPU in the group's partition")]
-    pub wake_group_part: u64,
-    #[stat(desc = "the group's partition had no idle CPU: searched wider")]
-    pub group_fallback: u64,
-    #[stat(desc = "woken task inserted straight into a CPU's local queue")]
-    pub direct_dispatches: u64,
-    #[stat(desc = "direct insertion: the waker's CPU shares an L2 with the target")]
-    pub insert_direct_l2: u64,
-    #[stat(desc = "direct insertion beyond the L2 (--no-l2-locality)")]
-    pub insert_direct_wide: u64,
-    #[stat(desc = "direct insertion beyond the L2 of an exiting task (never passed to enqueue)")]
-    pub insert_direct_exiting: u64,
-    #[stat(desc = "woken task beyond the L2 handed to its claimed CPU in enqueue, CPU kicked")]
-    pub insert_queued: u64,
-    #[stat(desc = "task started on a CPU other than its last")]
-    pub migrations: u64,
-    #[stat(desc = "task too big for its CPU moved to an idle one")]
-    pub misfit_moves: u64,
-    #[stat(desc = "task moved into its group's partition")]
-    pub group_moves: u64,
-    #[stat(desc = "task moved into its group's partition by queueing on a shard there")]
-    pub group_queued: u64,
-    #[stat(desc = "tasks lost on purpose by --debug-drop-comm")]
-    pub debug_drops: u64,
-    #[stat(desc = "cgroups beyond the cgroup table: tasks charged by nice weight only")]
-    pub cgroups_untracked: u64,
-    #[stat(desc = "CPU took a sibling shard's head, a slice older than its own shard's")]
-    pub shard_pulls_older: u64,
-    #[stat(desc = "dispatch found nothing queued: the runnable prev kept its CPU, slice refilled")]
-    pub prev_refilled: u64,
-    #[stat(desc = "a lone task due to move (misfit, partition) found no idle CPU: stayed")]
-    pub last_kept: u64,
-    #[stat(
-        desc = "longest runnable wait (woken or requeued until running; a cpu.max park apart), microseconds"
-    )]
-    pub wait_max_us: u64,
-    #[stat(desc = "task outside its partition took the CPU of one that belongs where it was")]
-    pub group_swaps: u64,
-    #[stat(desc = "a tick ended the slice of a task outside its partition that could move")]
-    pub group_tick_moves: u64,
-    #[stat(desc = "--no-shared-runq: a CPU about to idle took from its LLC's busiest CPU queue")]
-    pub newidle_pulls: u64,
-    #[stat(desc = "--no-shared-runq: ... from another LLC's busiest CPU queue (none in its own)")]
-    pub newidle_pulls_remote: u64,
-    #[stat(desc = "cpu.max: a limited cgroup's pool ran dry (throttled)")]
-    pub bw_throttles: u64,
-    #[stat(desc = "cpu.max: time limited cgroups spent throttled, ns, summed over cgroups")]
-    pub bw_throttled_ns: u64,
-    #[stat(desc = "cpu.max: period refills of limited cgroups' pools")]
-    pub bw_refills: u64,
-    #[stat(desc = "cpu.max: task of a throttled cgroup parked off the shards")]
-    pub bw_parked: u64,
-    #[stat(desc = "cpu.max: parked task moved back to a queue after a refill")]
-    pub bw_unparked: u64,
-    #[stat(desc = "cpu.max: parked task left its park queue another way (cgroup move, affinity)")]
-    pub bw_park_left: u64,
-    #[stat(desc = "cpu.max limits that found no slot or park queue: not enforced until retried")]
-    pub bw_untracked: u64,
-    #[stat(desc = "a CPU's cpu.max budget handed back to its pool for another cgroup's")]
-    pub bw_budget_returns: u64,
-    #[stat(desc = "cpu.idle: a task of an idle cgroup gave up its CPU at a tick to a waiter")]
-    pub idle_cgroup_yields: u64,
-    #[stat(desc = "cpu.idle: a task of an idle cgroup queued on its LLC's idle queue")]
-    pub idle_cgroup_queued: u64,
-    #[stat(desc = "cpu.idle: a CPU took a task from its LLC's idle queue")]
-    pub idle_cgroup_pulls: u64,
-    #[stat(desc = "slice end: the runnable prev kept its CPU though tasks were queued (none due)")]
-    pub prev_kept_ahead: u64,
-    #[stat(desc = "own-shard pull took, ahead of the head, a task already on the CPU's runqueue")]
-    pub shard_pulls_same_rq: u64,
-    #[stat(
-        desc = "own-shard pull (--same-rq-pull) took the head off another CPU's runqueue: none of its own in reach"
-    )]
-    pub shard_pulls_remote_rq: u64,
-    #[stat(desc = "cpu.weight: a cgroup's task became runnable or quiescent (noted per CPU)")]
-    pub cgroup_load_notes: u64,
-    #[stat(desc = "cpu.weight: a CPU's net change to a cgroup's load folded into shared counters")]
-    pub cgroup_load_folds: u64,
-    #[stat(
-        desc = "busy LLCs: the periodic scan told an LLC to take a task from one with more weight per CPU"
-    )]
-    pub llc_balance_hints: u64,
-    #[stat(desc = "busy LLCs: a CPU took a task from the busier LLC it was told of")]
-    pub llc_balance_pulls: u64,
-    #[stat(
-        desc = "cpu.idle: of idle_cgroup_pulls, a task that waited a quarter of the watchdog timeout took a busy CPU"
-    )]
-    pub idle_cgroup_overdue: u64,
-    #[stat(
-        desc = "cpu.max: longest a task stayed parked by its cgroup's limit (not in wait_max_us), microseconds"
-    )]
-    pub bw_parked_max_us: u64,
-    #[stat(
-        desc = "crowded queues: a task started with a shorter slice, more than CPU_QUEUE_FULL_SLICES (intf.h) waiting on its CPU's own queue or per CPU on its shard"
-    )]
-    pub short_slices: u64,
-    #[stat(
-        desc = "pinned tasks: most tasks a dispatch saw waiting on one CPU's own queue (a maximum)"
-    )]
-    pub cpu_queue_max: u64,
-    #[stat(
-        desc = "woken task with no idle CPU preempted the task running on its CPU, more than min_slice_ns of vtime past it"
-    )]
-    pub wake_preempts: u64,
+        #[stat(desc = "shard_enqueues by destination shard, indexed by shard id")]
+        pub shard_enqueues_per_shard: Vec<u64>,
+        #[stat(
+            desc = "per LLC, by LLC id: its CPUs, shards and counters",
+            _om_label = "llc"
+        )]
+        pub per_llc: BTreeMap<u32, LlcMetrics>,
 
-    #[stat(desc = "runnable waits by log2 of microseconds: entry b counts [2^b, 2^(b+1)) us")]
-    pub wait_hist_log2_us: Vec<u64>,
-    #[stat(desc = "median runnable wait over the run, microseconds (log2 bucket's upper edge)")]
-    pub wait_p50_us: u64,
-    #[stat(
-        desc = "99th percentile runnable wait over the run, microseconds (bucket's upper edge)"
-    )]
-    pub wait_p99_us: u64,
-    #[stat(
-        desc = "99.9th percentile runnable wait over the run, microseconds (bucket's upper edge)"
-    )]
-    pub wait_p999_us: u64,
-    #[stat(desc = "the task of wait_max_us then, as comm[pid] (empty before any wait)")]
-    pub wait_max_task: String,
-
-    #[stat(desc = "shard_enqueues by destination shard, indexed by shard id")]
-    pub shard_enqueues_per_shard: Vec<u64>,
-    #[stat(
-        desc = "per LLC, by LLC id: its CPUs, shards and counters",
-        _om_label = "llc"
-    )]
-    pub per_llc: BTreeMap<u32, LlcMetrics>,
-
-    #[stat(desc = "CPUs per shard asked for (--shard-size or the default)")]
-    pub shard_size: u64,
-    #[stat(desc = "per-CPU queues only (--no-shared-runq)")]
-    pub no_shared_runq: Flag,
-    #[stat(desc = "CPUs of each shard, by shard id")]
-    pub shards: Vec<CpuIds>,
-    #[stat(desc = "CPUs of each LLC, by LLC id")]
-    pub llcs: Vec<CpuIds>,
-    #[stat(desc = "kernel-measured cost of the BPF programs (counted with --bpf-stats)")]
-    pub bpf: BpfMetrics,
-    #[stat(desc = "why the scheduler stopped (kind 0 while it runs)")]
-    pub exit: ExitMetrics,
-    #[stat(desc = "group balancer (--gb-parent): partitions and groups; absent without it")]
-    #[serde(default, skip_serializing_if = "GroupBalancerMetrics::is_off")]
-    pub group_balancer: GroupBalancerMetrics,
-    #[stat(desc = "cgroups with a cpu.max limit, and how often they were throttled")]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cgroup_bandwidth: Vec<BandwidthMetrics>,
+        #[stat(desc = "CPUs per shard asked for (--shard-size or the default)")]
+        pub shard_size: u64,
+        #[stat(desc = "per-CPU queues only (--no-shared-runq)")]
+        pub no_shared_runq: Flag,
+        #[stat(desc = "CPUs of each shard, by shard id")]
+        pub shards: Vec<CpuIds>,
+        #[stat(desc = "CPUs of each LLC, by LLC id")]
+        pub llcs: Vec<CpuIds>,
+        #[stat(desc = "kernel-measured cost of the BPF programs (counted with --bpf-stats)")]
+        pub bpf: BpfMetrics,
+        #[stat(desc = "why the scheduler stopped (kind 0 while it runs)")]
+        pub exit: ExitMetrics,
+        #[stat(desc = "group balancer (--gb-parent): partitions and groups; absent without it")]
+        #[serde(default, skip_serializing_if = "GroupBalancerMetrics::is_off")]
+        pub group_balancer: GroupBalancerMetrics,
+        #[stat(desc = "cgroups with a cpu.max limit, and how often they were throttled")]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub cgroup_bandwidth: Vec<BandwidthMetrics>,
+    }
 }
 
 /// One LLC's share of the counters.

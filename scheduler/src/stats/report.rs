@@ -268,9 +268,12 @@ pub(crate) mod tests {
         let (topo, _) = two_llcs();
         let cfg = crate::group::GroupConfig {
             parent: "/sys/fs/cgroup/gb".into(),
-            partitions: topo.llcs.clone(),
-            period: std::time::Duration::from_millis(200),
-            enabled: true,
+            plan: crate::tunables::GroupPlan {
+                parent: "gb".into(),
+                partitions: topo.llcs.clone(),
+                period_ms: 200,
+                enabled: true,
+            },
             log_moves: false,
         };
         let m = crate::group::Balancer::new(cfg, &topo).metrics();

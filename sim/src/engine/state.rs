@@ -267,10 +267,10 @@ pub struct Config {
     pub watchdog_ns: u64,
     /// bound for "idle while an allowed task waits in its LLC" (ns)
     pub idle_bound_ns: u64,
-    /// ops flags the loader adds to the ops table's (sched::LOADER_OPS_FLAGS)
+    /// ops flags the loader adds to the ops table's (LoadPlan::ops_flags)
     pub ops_flags_or: u64,
     /// the group balancer's userspace half, with --gb-parent (group.rs)
-    pub group_balancer: Option<crate::group::GbConfig>,
+    pub group_balancer: Option<scx_mosaic::tunables::GroupPlan>,
 }
 
 /// The C side's struct cpumask size for @n CPUs, in u64 words.
