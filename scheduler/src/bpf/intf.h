@@ -30,6 +30,9 @@ enum mosaic_limits {
 	 * lowest here - shorter walks pull more tasks off other runqueues,
 	 * longer ones take a DSQ lock per step (docs/bench/analysis.md) */
 	SAME_RQ_LOOK_AHEAD = 16,
+	/* CPUs of one shard its waiter index covers (--shared-runq-design
+	 * seed: one bit each in a u64, shard.bpf.c) */
+	SHARD_INDEX_BITS = 64,
 	/* CPUs of its partition a task outside it looks at for a swap */
 	GROUP_SWAP_PROBES = 8,
 	/* cgroups tracked (cpu.weight, cpu.idle, cpu.max: a map allocated as
@@ -117,6 +120,18 @@ enum mosaic_stat {
 	STAT_KICKS,		  /* idle CPU woken to run a queued task */
 	STAT_DISPATCH_EMPTY,	  /* dispatch found nothing to run */
 	STAT_SIBLING_SCANS,	  /* dispatch looked at the sibling shards */
+	/* seed 000 as the seed built it (--shared-runq-design seed) */
+	STAT_SEED_INDEX_SETS,	 /* a CPU's own queue gained a waiter: its
+				  * bit went up in its shard's index */
+	STAT_SEED_PULLS_OWN,	 /* a CPU about to idle took the waiter of a
+				  * busy CPU of its own shard */
+	STAT_SEED_PULLS_SIBLING, /* ... of a sibling shard of its LLC */
+	STAT_SEED_SKIPS_IDLE,	 /* the index named a CPU that is idle (it
+				  * runs its own waiter next): passed over */
+	STAT_SEED_INDEX_STALE,	 /* the index named a CPU with no waiter to
+				  * give: its bit was cleared */
+	STAT_SEED_PULL_MISSES,	 /* a CPU about to idle found no waiter to
+				  * take in its LLC's index */
 	/* seed 003: overload gate and stealing (gate.bpf.c, steal.bpf.c) */
 	STAT_STEAL_SCANS,	  /* cross-LLC steal scans done */
 	STAT_STEAL_SCANS_SKIPPED, /* ... skipped: the overload flag was clear */
@@ -174,9 +189,20 @@ enum mosaic_stat {
 	STAT_GROUP_TICK_MOVES, /* a tick ended the slice of a task outside its
 				* partition that had somewhere to go */
 	/* seed 000's baseline, --no-shared-runq (shard.bpf.c) */
-	STAT_NEWIDLE_PULLS,	   /* a CPU about to idle took a task from the
-				    * busiest CPU queue of its LLC */
-	STAT_NEWIDLE_PULLS_REMOTE, /* ... of another LLC (none in its own) */
+	STAT_NEWIDLE_PULLS,	     /* a CPU about to idle took a task from the
+				      * busiest CPU queue of its LLC */
+	STAT_NEWIDLE_PULLS_REMOTE,   /* ... of another LLC (none in its own) */
+	STAT_NEWIDLE_SKIPS_AVG_IDLE, /* newidle balance skipped: the CPU's
+				      * average idle time is below the
+				      * migration cost */
+	STAT_NEWIDLE_SKIPS_OVERLOAD, /* ... skipped: the overload flag was
+				      * clear (seed 003) */
+	STAT_NEWIDLE_SKIPS_COST,     /* ... a domain skipped: its last balance
+				      * cost more than the idle time expected */
+	STAT_PERIODIC_BALANCES,	     /* a busy CPU's periodic balance found
+				      * its LLC imbalanced by more than one */
+	STAT_PERIODIC_PULLS,	     /* ... and its next dispatch took a task
+				      * from the busiest queue */
 	/* cgroup cpu.max and cpu.idle (bandwidth.bpf.c, weight.bpf.c) */
 	STAT_BW_THROTTLES,	 /* a limited cgroup's pool ran dry */
 	STAT_BW_THROTTLED_NS,	 /* time limited cgroups spent throttled,

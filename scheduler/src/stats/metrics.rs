@@ -85,6 +85,26 @@ pub struct Metrics {
     pub dispatch_empty: u64,
     #[stat(desc = "dispatch looked at the sibling shards")]
     pub sibling_scans: u64,
+    #[stat(
+        desc = "seed design: a CPU's own queue gained a waiter: its bit went up in its shard's index"
+    )]
+    pub seed_index_sets: u64,
+    #[stat(
+        desc = "seed design: a CPU about to idle took the waiter of a busy CPU of its own shard"
+    )]
+    pub seed_pulls_own: u64,
+    #[stat(desc = "seed design: ... of a sibling shard of its LLC")]
+    pub seed_pulls_sibling: u64,
+    #[stat(
+        desc = "seed design: the index named an idle CPU (it runs its own waiter next): passed over"
+    )]
+    pub seed_skips_idle: u64,
+    #[stat(
+        desc = "seed design: the index named a CPU with no waiter to give: its bit was cleared"
+    )]
+    pub seed_index_stale: u64,
+    #[stat(desc = "seed design: a CPU about to idle found no waiter to take in its LLC's index")]
+    pub seed_pull_misses: u64,
     #[stat(desc = "cross-LLC steal scans done")]
     pub steal_scans: u64,
     #[stat(desc = "cross-LLC steal scans skipped: the overload flag was clear")]
@@ -163,6 +183,22 @@ pub struct Metrics {
     pub newidle_pulls: u64,
     #[stat(desc = "--no-shared-runq: ... from another LLC's busiest CPU queue (none in its own)")]
     pub newidle_pulls_remote: u64,
+    #[stat(
+        desc = "per-CPU queues: newidle balance skipped: average idle time below the migration cost"
+    )]
+    pub newidle_skips_avg_idle: u64,
+    #[stat(desc = "per-CPU queues: newidle balance skipped: the overload flag was clear")]
+    pub newidle_skips_overload: u64,
+    #[stat(
+        desc = "per-CPU queues: a newidle domain skipped: its last balance cost more than the idle time expected"
+    )]
+    pub newidle_skips_cost: u64,
+    #[stat(
+        desc = "per-CPU queues: a busy CPU's periodic balance found its LLC imbalanced by more than one"
+    )]
+    pub periodic_balances: u64,
+    #[stat(desc = "per-CPU queues: ... and its next dispatch took a task from the busiest queue")]
+    pub periodic_pulls: u64,
     #[stat(desc = "cpu.max: a limited cgroup's pool ran dry (throttled)")]
     pub bw_throttles: u64,
     #[stat(desc = "cpu.max: time limited cgroups spent throttled, ns, summed over cgroups")]
