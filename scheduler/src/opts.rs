@@ -59,9 +59,11 @@ pub struct Opts {
     pub shard_size: Option<u32>,
 
     /// Queue every task on its CPU's own queue; a CPU about to idle pulls
-    /// from the busiest queue of its LLC, then of the machine, when its
-    /// average idle time exceeds the migration cost (seed 000's
-    /// NO_SHARED_RUNQ baseline, the kernel's newidle balance).
+    /// from the busiest queue of its LLC, then of the machine, when a queue
+    /// holds a waiter (the overload flag), its average idle time exceeds the
+    /// migration cost and a domain's last balance cost less than that idle
+    /// time; a busy CPU balances its LLC periodically (seed 000's
+    /// NO_SHARED_RUNQ baseline, the kernel's newidle and periodic balance).
     #[arg(long)]
     pub no_shared_runq: bool,
 

@@ -29,7 +29,13 @@
  * --no-shared-runq every task waits on its CPU's own queue and a CPU about to
  * idle pulls from the busiest CPU queue of its LLC, else of the machine: the
  * seed's NO_SHARED_RUNQ baseline, the kernel's newidle balance (a scan of
- * the CPUs' queue lengths, O(#CPUs), as newidle balance walks its domains).
+ * the CPUs' queue lengths, O(#CPUs), as newidle balance walks its domains),
+ * under the kernel's gates (overload flag, average idle time, per-domain
+ * cost), with a periodic balance from the tick (steal.bpf.c). With
+ * --shared-runq-design seed, the seed's own design: tasks wait on their
+ * CPU's own queue too, the shards only index which CPUs have waiters, and a
+ * CPU about to idle pulls through that index before newidle balance (see
+ * "Seed 000 as the seed built it" below).
  * A CPU whose own shard's head is more than a slice younger than a sibling
  * shard's takes the sibling's instead, so that sharding does not break the
  * vtime order.
