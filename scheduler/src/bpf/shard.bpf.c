@@ -673,20 +673,22 @@ static __always_inline void shard_index_sync(s32 cpu)
 /*
  * Of the CPUs shard @s's index names, other than @cpu, the one whose head
  * has waited longest and that may give it (busy, or idle with two waiting,
- * see above; @idle is the idle mask), or -1. Stale bits are cleared.
- * A global function: the verifier checks it once, not per shard.
+ * see above), or -1. Stale bits are cleared. A global function: the
+ * verifier checks it once, not per shard (and takes no cpumask argument
+ * from its caller, hence its own read of the idle mask).
  */
-__noinline s32 shard_index_pick(s32 cpu, u32 s, const struct cpumask *idle)
+__noinline s32 shard_index_pick(s32 cpu, u32 s)
 {
+	const struct cpumask *idle;
 	u64 word, oldest = 0;
 	struct task_struct *head;
 	struct task_ctx *tctx;
 	s32 best = -1, v;
 	u32 i, n;
 
-	if (s >= MAX_SHARDS || !idle)
+	if (s >= MAX_SHARDS || !(word = shard_indexes[s].waiters))
 		return -1;
-	word = shard_indexes[s].waiters;
+	idle = scx_bpf_get_idle_cpumask();
 	bpf_for (i, 0, SHARD_INDEX_BITS) {
 		if (!(word >> i))
 			break;
@@ -716,6 +718,7 @@ __noinline s32 shard_index_pick(s32 cpu, u32 s, const struct cpumask *idle)
 		best = v;
 		oldest = tctx ? tctx->runnable_at : 0;
 	}
+	scx_bpf_put_idle_cpumask(idle);
 	return best;
 }
 
@@ -728,21 +731,18 @@ static __always_inline bool shard_index_pull(s32 cpu)
 {
 	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
 	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i, s;
-	const struct cpumask *idle;
 	s32 v = -1;
 
 	if (!seed_runq)
 		return false;
-	idle = scx_bpf_get_idle_cpumask();
 	bpf_for (i, 0, n) {
 		if (i >= MAX_SHARDS_PER_LLC)
 			break;
 		s = first + (own + i) % n;
-		v = shard_index_pick(cpu, s, idle);
+		v = shard_index_pick(cpu, s);
 		if (v >= 0)
 			break;
 	}
-	scx_bpf_put_idle_cpumask(idle);
 	if (v < 0) {
 		stat_inc(STAT_SEED_PULL_MISSES);
 		return false;
