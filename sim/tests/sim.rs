@@ -101,9 +101,9 @@ fn shared_runqueue_counters_move_on_seed_000_scenario() {
     // while a task waits - is not asserted. Against the kernel-like newidle
     // baseline (overload gate, avg_idle and per-domain cost budget, periodic
     // balance) the median over seven bpf_call_ns nudges (50-70 ns) is 0.72 ms
-    // for the shard design and 1.05 ms for the seed's own design against
+    // for the shard design and 1.42 ms for the seed's own design against
     // 0.67 ms for the baseline; single runs of this chaotic model flip
-    // (default cost: 0.57 / 0.94 / 2.06 ms).
+    // (default cost: 0.57 / 1.05 / 2.06 ms).
 }
 
 #[test]
