@@ -386,6 +386,11 @@ fn print_banner(opts: &Opts, plan: &LoadPlan) {
         topo.nodes.len(),
         if opts.no_shared_runq {
             "per-CPU queues only (--no-shared-runq)".to_string()
+        } else if plan.tunables.seed_runq {
+            format!(
+                "per-CPU queues, shards {} index their waiters (--shared-runq-design seed)",
+                lists(&layout.shards)
+            )
         } else {
             format!(
                 "shards {}{}",

@@ -36,6 +36,19 @@ pub enum SameRqPull {
     Off,
 }
 
+/// How the shared runqueue of seed 000 is built (--shared-runq-design).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SharedRunqDesign {
+    /// Each shard is a queue: a task that finds no idle CPU waits on its
+    /// LLC's shard, and the first CPU of the shard to free runs it.
+    Shard,
+    /// As the seed built it: tasks wait on their CPU's own queue, which
+    /// that CPU runs first; each shard indexes which of its CPUs have
+    /// waiters, and a CPU about to idle pulls the longest waiter of a busy
+    /// CPU of its LLC. Shards of at most 64 CPUs.
+    Seed,
+}
+
 /// Mosaic: a sched_ext CPU scheduler with a sharded per-LLC shared runqueue.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "scx_mosaic", version = crate::VERSION.as_str(), after_help = EXAMPLES)]
@@ -46,11 +59,19 @@ pub struct Opts {
     pub shard_size: Option<u32>,
 
     /// Queue every task on its CPU's own queue; a CPU about to idle pulls
-    /// from the busiest queue of its LLC, then of the machine, when its
-    /// average idle time exceeds the migration cost (seed 000's
-    /// NO_SHARED_RUNQ baseline, the kernel's newidle balance).
+    /// from the busiest queue of its LLC, then of the machine, when a queue
+    /// holds a waiter (the overload flag), its average idle time exceeds the
+    /// migration cost and a domain's last balance cost less than that idle
+    /// time; a busy CPU balances its LLC periodically (seed 000's
+    /// NO_SHARED_RUNQ baseline, the kernel's newidle and periodic balance).
     #[arg(long)]
     pub no_shared_runq: bool,
+
+    /// How the shared runqueue is built: shard (each shard a queue) or seed
+    /// (per-CPU queues, shards index their waiters, as seed 000 built it).
+    /// Ignored with --no-shared-runq.
+    #[arg(long, value_enum, default_value_t = SharedRunqDesign::Shard, value_name = "DESIGN")]
+    pub shared_runq_design: SharedRunqDesign,
 
     /// From its own shard, a CPU takes a task already on its runqueue (of the
     /// first few within a slice of the head's vtime) before the head: auto

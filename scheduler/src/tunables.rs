@@ -12,7 +12,7 @@
 
 use crate::bpf_intf;
 use crate::group::policy;
-use crate::opts::SameRqPull;
+use crate::opts::{SameRqPull, SharedRunqDesign};
 use crate::topology::{ShardLayout, Topology};
 use crate::Opts;
 use anyhow::{bail, Result};
@@ -91,6 +91,9 @@ pub struct Tunables {
     pub asym_capacity: bool,
     /// --no-shared-runq: per-CPU queues only.
     pub no_shared_runq: bool,
+    /// --shared-runq-design seed (without --no-shared-runq): per-CPU queues
+    /// whose waiters the shards index.
+    pub seed_runq: bool,
     /// --same-rq-pull: own-shard pulls prefer a task on the CPU's runqueue.
     pub same_rq_pull: bool,
     /// --no-l2-locality.
@@ -206,6 +209,17 @@ impl LoadPlan {
                 layout.shards.len(),
                 bpf_intf::mosaic_limits_MAX_SHARDS
             );
+        }
+        let index_bits = bpf_intf::mosaic_limits_SHARD_INDEX_BITS as usize;
+        if !opts.no_shared_runq && opts.shared_runq_design == SharedRunqDesign::Seed {
+            if let Some(big) = layout.shards.iter().find(|s| s.len() > index_bits) {
+                bail!(
+                    "--shared-runq-design seed: a shard of {} CPUs; its index holds at most {}: \
+                     lower --shard-size",
+                    big.len(),
+                    index_bits
+                );
+            }
         }
         let partitions = match &opts.gb_parent {
             Some(_) => Some(policy::parse_partitions(
@@ -435,6 +449,7 @@ impl Tunables {
             smt_enabled: topo.smt(),
             asym_capacity: topo.asymmetric(),
             no_shared_runq: opts.no_shared_runq,
+            seed_runq: !opts.no_shared_runq && opts.shared_runq_design == SharedRunqDesign::Seed,
             same_rq_pull: match opts.same_rq_pull {
                 SameRqPull::On => true,
                 SameRqPull::Off => false,
@@ -501,6 +516,7 @@ macro_rules! with_tunable_fields {
             smt_enabled,
             asym_capacity,
             no_shared_runq,
+            seed_runq,
             same_rq_pull,
             no_l2_locality,
             no_prev_first,

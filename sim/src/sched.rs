@@ -215,6 +215,7 @@ mod tests {
             "shard-size" => (vec![], Some("4")),
             // 16cpu is one of vm/run's presets, a guest: auto is on there
             "same-rq-pull" => (vec![], Some("off")),
+            "shared-runq-design" => (vec![], Some("seed")),
             "overload-scan-us" => (vec![], Some("500")),
             "gb-parent" => (vec![], Some("sim")),
             "gb-partitions" => (gb, Some("0-3;4-15")),

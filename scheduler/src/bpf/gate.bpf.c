@@ -66,8 +66,9 @@ static __always_inline void overload_set(void)
 }
 
 /*
- * Whether the flag is up: a task waits that only another LLC's CPU can take.
- * Never under --no-shared-runq: kick_for() and overload_for() do not raise it.
+ * Whether the flag is up: a task waits that only another LLC's CPU can take;
+ * with per-CPU queues, a task waits behind a running one (the kernel's root
+ * domain overload flag, which gates newidle balance).
  */
 static __always_inline bool overload_up(void)
 {
@@ -89,11 +90,14 @@ static __always_inline void overload_clear(void)
 		*ns += now - since;
 }
 
-/* Whether any shard holds a waiting task. */
+/* Whether any shard (or with per-CPU queues, any CPU queue) holds a
+ * waiting task. */
 static __always_inline bool anyone_waiting(void)
 {
 	u32 i;
 
+	if (cpu_queues_only())
+		return cpu_queue_waiting();
 	bpf_for (i, 0, nr_shards) {
 		if (scx_bpf_dsq_nr_queued(shard_dsq_id(i)))
 			return true;

@@ -153,17 +153,49 @@ enum mosaic_stat {
 	STAT_CPU_ENQUEUES,	    /* task queued on a per-CPU queue */
 	STAT_CPU_PULLS,		    /* CPU took a task from its own queue */
 	STAT_KICKS,		    /* idle CPU woken to run a queued task */
+	STAT_SEED_INDEX_SETS, /* --shared-runq-design seed: a CPU's own queue
+				 gained a waiter, its bit went up in its shard's
+				 index */
+	STAT_SEED_PULLS_OWN,  /* --shared-runq-design seed: a CPU about to idle
+				 took the waiter of a busy CPU of its own shard
+			       */
+	STAT_SEED_PULLS_SIBLING, /* --shared-runq-design seed: a CPU about to
+				    idle took the waiter of a busy CPU of a
+				    sibling shard of its LLC */
+	STAT_SEED_SKIPS_IDLE,	 /* --shared-runq-design seed: the index named a
+				    CPU    that is idle (it runs its own waiter next):
+				    passed over */
+	STAT_SEED_INDEX_STALE,	 /* --shared-runq-design seed: the index named a
+				    CPU with no waiter to give, its bit was
+				    cleared */
+	STAT_SEED_PULL_MISSES, /* --shared-runq-design seed: a CPU about to idle
+				  found no waiter to take in its LLC's index */
 	STAT_NEWIDLE_PULLS, /* --no-shared-runq: a CPU about to idle took from
 			       its LLC's busiest CPU queue */
 	STAT_NEWIDLE_PULLS_REMOTE, /* --no-shared-runq: a CPU about to idle took
 				      from another LLC's busiest CPU queue (none
 				      in its own) */
-	STAT_SHORT_SLICES,  /* crowded queues: a task started with a shorter
-			       slice, more than CPU_QUEUE_FULL_SLICES (intf.h)
-			       waiting on its CPU's own queue or per CPU on its
-			       shard */
-	STAT_CPU_QUEUE_MAX, /* pinned tasks: most tasks a dispatch saw waiting
-			       on one CPU's own queue (a maximum) */
+	STAT_NEWIDLE_SKIPS_AVG_IDLE, /* --no-shared-runq: newidle balance
+					skipped, the CPU's average idle time is
+					below the migration cost */
+	STAT_NEWIDLE_SKIPS_OVERLOAD, /* --no-shared-runq: newidle balance
+					skipped, the overload flag was clear
+					(seed 003) */
+	STAT_NEWIDLE_SKIPS_COST, /* --no-shared-runq: a newidle balance skipped
+				    a domain, its last balance cost more than
+				    the idle time expected */
+	STAT_PERIODIC_BALANCES,	 /* --no-shared-runq: a busy CPU's periodic
+				    balance found its LLC imbalanced by more than
+				    one */
+	STAT_PERIODIC_PULLS, /* --no-shared-runq: after a periodic balance, the
+				next dispatch took a task from the busiest
+				queue */
+	STAT_SHORT_SLICES,   /* crowded queues: a task started with a shorter
+				slice, more than CPU_QUEUE_FULL_SLICES (intf.h)
+				waiting on its CPU's own queue or per CPU on its
+				shard */
+	STAT_CPU_QUEUE_MAX,  /* pinned tasks: most tasks a dispatch saw waiting
+				on one CPU's own queue (a maximum) */
 	/* gate.bpf.c: the overload flag and the periodic scan (seed 003) */
 	STAT_OVERLOAD_SETS, /* times the overload flag went up */
 	STAT_OVERLOAD_NS, /* time the overload flag spent up, ns (closed spells)

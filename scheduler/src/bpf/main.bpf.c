@@ -215,12 +215,15 @@ static __always_inline bool prev_keeps_cpu(struct task_struct *prev, s32 cpu,
 
 /*
  * @cpu, about to idle (or to leave a cpu.idle cgroup's task running), takes
- * work from outside its shared runqueue: a steal from another LLC, or with
- * --no-shared-runq from the busiest CPU queue (the kernel's newidle balance).
+ * work from outside its shared runqueue: a steal from another LLC; with
+ * per-CPU queues, the kernel's newidle balance (pull_busiest_cpu_queue()),
+ * after, with the seed's design, the waiters its LLC's shards index.
  */
 static __always_inline bool pull_other_llcs(s32 cpu)
 {
-	return no_shared_runq ? pull_busiest_cpu_queue(cpu) : steal_scan(cpu);
+	if (!cpu_queues_only())
+		return steal_scan(cpu);
+	return shard_index_pull(cpu) || pull_busiest_cpu_queue(cpu);
 }
 
 /*
@@ -242,7 +245,7 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 	bw_unpark();
 	if (pull_idle_cgroup(cpu, true))
 		return;
-	if (llc_balance_pull(cpu))
+	if (llc_balance_pull(cpu) || periodic_balance_pull(cpu))
 		return;
 	llc_scan(cpu, prev && (prev->scx.flags & SCX_TASK_QUEUED) ? prev : NULL,
 		 &scan);
@@ -270,7 +273,7 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 	/* idle cgroups last: after work stolen from other LLCs */
 	if (pull_idle_cgroup(cpu, false) || pull_idle_cgroup_remote(cpu))
 		return;
-	if (no_shared_runq)
+	if (cpu_queues_only())
 		newidle_note_idle(cpu, scx_bpf_now());
 	weight_flush();
 	stat_inc(STAT_DISPATCH_EMPTY);
@@ -335,6 +338,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 
 	weight_flush();
+	periodic_balance_tick(cpu, now);
 	if (!tctx)
 		return;
 	ran = task_ran(tctx, now);

@@ -23,8 +23,11 @@ const volatile u32 nr_llcs = 1;		/* LLCs, numbered 0..nr_llcs-1 */
 const volatile u32 nr_shards = 1;	/* shards over all LLCs */
 const volatile u64 slice_ns = 20000000; /* time slice given to each task */
 const volatile bool no_shared_runq;	/* seed 000's NO_SHARED_RUNQ baseline */
-const volatile bool smt_enabled;	/* some core has several threads */
-const volatile bool asym_capacity;	/* CPUs differ in capacity */
+/* seed 000 as the seed built it: tasks wait on their CPU's own queue, the
+ * shards only index which CPUs have waiters (shard.bpf.c) */
+const volatile bool seed_runq;
+const volatile bool smt_enabled;      /* some core has several threads */
+const volatile bool asym_capacity;    /* CPUs differ in capacity */
 const volatile bool no_l2_locality;   /* seed 001 off: LLC is the near domain */
 const volatile bool same_rq_pull;     /* own shard: a task on this rq first */
 const volatile bool no_prev_first;    /* seed 002 off: asym skips prev check */
@@ -184,21 +187,31 @@ static __always_inline bool task_is_pinned(const struct task_struct *p)
 	return p->nr_cpus_allowed == 1;
 }
 
-/* Whether @p waits on its CPU's own queue: pinned, or any under
- * --no-shared-runq. */
+/*
+ * Whether every task waits on its CPU's own queue, as on the kernel's
+ * runqueues: under --no-shared-runq, and with the seed's own design of the
+ * shared runqueue (--shared-runq-design seed), whose shards only index them.
+ */
+static __always_inline bool cpu_queues_only(void)
+{
+	return no_shared_runq || seed_runq;
+}
+
+/* Whether @p waits on its CPU's own queue: pinned, or any with per-CPU
+ * queues only. */
 static __always_inline bool task_queues_on_cpu(const struct task_struct *p)
 {
-	return no_shared_runq || task_is_pinned(p);
+	return cpu_queues_only() || task_is_pinned(p);
 }
 
 /*
  * Whether @p waits among a pinned crowd: on its CPU's own queue, whose clock
- * (vtime.bpf.c) and short turns (shard.bpf.c) it is subject to. Not under
- * --no-shared-runq, whose per-CPU queues model the kernel's runqueues.
+ * (vtime.bpf.c) and short turns (shard.bpf.c) it is subject to. Not with
+ * per-CPU queues only, which model the kernel's runqueues.
  */
 static __always_inline bool task_in_pinned_crowd(const struct task_struct *p)
 {
-	return !no_shared_runq && task_is_pinned(p);
+	return !cpu_queues_only() && task_is_pinned(p);
 }
 
 /*
@@ -510,6 +523,20 @@ static __always_inline bool pull_sibling_shards(s32 cpu,
 						const struct llc_scan *scan);
 static __always_inline bool pull_busiest_cpu_queue(s32 cpu);
 static __always_inline void newidle_note_idle(s32 cpu, u64 now);
+/* seed design: take a waiter of a busy CPU of the LLC via the shards' index */
+static __always_inline bool shard_index_pull(s32 cpu);
+/* seed design: number the CPUs of each shard for its index (ops.init) */
+static __always_inline void shard_index_init(void);
+/* seed design: a task was queued on @cpu's own queue */
+static __always_inline void shard_index_note(s32 cpu);
+/* seed design: bring @cpu's bit in its shard's index up to date */
+static __always_inline void shard_index_sync(s32 cpu);
+/* per-CPU queues: the busiest CPU queue of @cpu's LLC or beyond it */
+static __always_inline s32 busiest_cpu_queue(s32 cpu, bool in_llc,
+					     const struct cpumask *idle,
+					     u32 *busiest_n);
+/* per-CPU queues: whether a task waits on any CPU's own queue */
+static __always_inline bool cpu_queue_waiting(void);
 static __always_inline bool cpu_has_waiters(s32 cpu);
 /* a task queued for the CPU has been runnable since before @since */
 static __always_inline bool cpu_has_older_waiter(s32 cpu, u64 since);
@@ -582,6 +609,9 @@ llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu);
 static __always_inline void llc_balance_stopping(s32 cpu);
 /* take a task from the LLC the scan hinted, if any */
 static __always_inline bool llc_balance_pull(s32 cpu);
+/* per-CPU queues: the periodic balance's tick half, and its pull */
+static __always_inline void periodic_balance_tick(s32 cpu, u64 now);
+static __always_inline bool periodic_balance_pull(s32 cpu);
 
 /* wakeup.bpf.c: wakeup placement (seeds 001, 002) */
 static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,

@@ -29,7 +29,13 @@
  * --no-shared-runq every task waits on its CPU's own queue and a CPU about to
  * idle pulls from the busiest CPU queue of its LLC, else of the machine: the
  * seed's NO_SHARED_RUNQ baseline, the kernel's newidle balance (a scan of
- * the CPUs' queue lengths, O(#CPUs), as newidle balance walks its domains).
+ * the CPUs' queue lengths, O(#CPUs), as newidle balance walks its domains),
+ * under the kernel's gates (overload flag, average idle time, per-domain
+ * cost), with a periodic balance from the tick (steal.bpf.c). With
+ * --shared-runq-design seed, the seed's own design: tasks wait on their
+ * CPU's own queue too, the shards only index which CPUs have waiters, and a
+ * CPU about to idle pulls through that index before newidle balance (see
+ * "Seed 000 as the seed built it" below).
  * A CPU whose own shard's head is more than a slice younger than a sibling
  * shard's takes the sibling's instead, so that sharding does not break the
  * vtime order.
@@ -79,6 +85,8 @@ static s32 shard_init(void)
 {
 	s32 ret = create_dsqs(cpu_dsq_id(0), nr_cpu_ids, "CPU queue");
 
+	if (seed_runq)
+		shard_index_init();
 	return ret ?: create_dsqs(shard_dsq_id(0), nr_shards, "shard");
 }
 
@@ -91,6 +99,7 @@ static __always_inline void queue_on_cpu(struct task_struct *p, s32 cpu,
 		task_queue_vtime(p, cpu, enq_flags, cpu_dsq_id(cpu)),
 		enq_flags);
 	stat_inc(STAT_CPU_ENQUEUES);
+	shard_index_note(cpu);
 }
 
 /* Queue @p on the shard of @cpu, the CPU it is on. */
@@ -147,7 +156,7 @@ static __always_inline void cpu_queue_note(s32 cpu, u32 n)
 	u32 llc = llc_of(cpu), crowd = n, shard_crowd;
 	u64 slice = 0;
 
-	if (no_shared_runq)
+	if (cpu_queues_only())
 		return;
 	if (n)
 		stat_max(STAT_CPU_QUEUE_MAX, n);
@@ -183,7 +192,7 @@ static __always_inline void cpu_queue_slice_apply(struct task_struct *p,
 static __always_inline bool cpu_has_waiters(s32 cpu)
 {
 	return scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)) ||
-	       (!no_shared_runq &&
+	       (!cpu_queues_only() &&
 		scx_bpf_dsq_nr_queued(shard_dsq_id(shard_of(cpu))));
 }
 
@@ -204,7 +213,7 @@ static __always_inline bool head_waits_since(u64 dsq, u64 since)
 static __always_inline bool cpu_has_older_waiter(s32 cpu, u64 since)
 {
 	return head_waits_since(cpu_dsq_id(cpu), since) ||
-	       (!no_shared_runq &&
+	       (!cpu_queues_only() &&
 		head_waits_since(shard_dsq_id(shard_of(cpu)), since));
 }
 
@@ -221,6 +230,7 @@ static __always_inline void count_moved_in(u64 dsq)
 {
 	if (dsq < SHARD_DSQ_BASE) {
 		stat_inc(STAT_CPU_ENQUEUES);
+		shard_index_note((s32)dsq);
 		return;
 	}
 	stat_inc(STAT_SHARD_ENQUEUES);
@@ -265,8 +275,13 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
 		kick_claimed(cpu);
 		return;
 	}
-	if (task_queues_on_cpu(p))
+	if (task_queues_on_cpu(p)) {
+		/* per-CPU queues: it waits behind a running task, a runqueue
+		 * with two, which raises the kernel's overload flag */
+		if (cpu_queues_only())
+			overload_set();
 		return;
+	}
 	if (p->nr_cpus_allowed == nr_cpu_ids) {
 		llc_mask = llc_cpus(llc_of(cpu));
 		idle = llc_mask ? claim_idle_for(p, cpu, llc_mask) : -1;
@@ -289,7 +304,7 @@ static __always_inline void kick_for(struct task_struct *p, s32 cpu)
  */
 static __always_inline void overload_for(struct task_struct *p)
 {
-	if (!task_queues_on_cpu(p))
+	if (!task_queues_on_cpu(p) || cpu_queues_only())
 		overload_set();
 }
 
@@ -358,13 +373,13 @@ static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 	if (head) {
 		scan->cpu_head = head;
 		/* the crowd of tasks pinned here (cpu_queue_note()) */
-		if (!no_shared_runq)
+		if (!cpu_queues_only())
 			scan->cpu_queued =
 				scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu));
 		scan->queued = true;
 		scan->due = prev && head_due_before(head, prev, now);
 	}
-	if (no_shared_runq)
+	if (cpu_queues_only())
 		return;
 	bpf_for (i, 0, n) {
 		if (i >= MAX_SHARDS_PER_LLC)
@@ -480,7 +495,13 @@ static __always_inline bool pull_own_queues(s32 cpu,
 {
 	u64 own = cpu_dsq_id(cpu), shard = shard_dsq_id(shard_of(cpu));
 	struct task_struct *head = scan->own_head;
+	bool pulled;
 
+	if (cpu_queues_only()) {
+		pulled = scan->cpu_head && pull_from(own, STAT_CPU_PULLS);
+		shard_index_sync(cpu);
+		return pulled;
+	}
 	if (!scan->cpu_head)
 		return head && pull_own_shard(cpu, shard, head);
 	if (!head ||
@@ -518,7 +539,7 @@ static __always_inline bool pull_sibling_shards(s32 cpu,
 	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i;
 	u64 dsq;
 
-	if (no_shared_runq || n <= 1)
+	if (cpu_queues_only() || n <= 1)
 		return false;
 
 	stat_inc(STAT_SIBLING_SCANS);
@@ -546,76 +567,404 @@ static __always_inline bool pull_sibling_shards(s32 cpu,
 }
 
 /*
- * The kernel's newidle balance runs only on a CPU whose average idle spell is
- * at least the migration cost (sysctl_sched_migration_cost, 0.5 ms): per CPU,
- * when it last went idle and its average idle time (1/8 weight per spell, as
- * update_avg(); starting at twice the cost, as the kernel does).
+ * Seed 000 as the seed built it (--shared-runq-design seed).
+ *
+ * In the seed a waking task is queued on its CPU's CFS runqueue and also
+ * linked in its LLC's shard; its own CPU runs it as usual (and unlinks it),
+ * and a CPU about to idle, before its newidle balance, pops the shard's
+ * first task and moves it over if it is still queued and not running
+ * (shared_runq_pick_next_task()). A task sits on one DSQ at a time in
+ * sched_ext, so here the tasks stay on their CPU's own queue and each shard
+ * keeps an index of them: one bit per CPU of the shard, up while the CPU's
+ * queue has a waiter. A CPU about to idle reads the index words of its LLC
+ * (its own shard first), peeks the head of each CPU named there and takes
+ * the one that has waited longest (the seed's shard is FIFO), moving it out
+ * of that CPU's queue under the queue's lock (scx_bpf_dsq_move_to_local()):
+ * O(#shards + shard size) reads, one lock. Moves are atomic per task, so a
+ * CPU never takes the task its own CPU is already taking; and a CPU that is
+ * idle (kicked, about to dispatch its own queue) is passed over unless two
+ * wait there: its head runs next where it is, as a kernel runqueue with a
+ * single task is not pulled from (it has nothing waiting). The bit goes up
+ * when a task is queued on a CPU's own queue and is brought up to date by
+ * the CPU's own dispatch and by a CPU that pulls from it, each clearing it
+ * first and reading the queue length after, so a waiter queued meanwhile
+ * sets it again; a bit seen stale is cleared (counted). Beyond the LLC the
+ * seed leaves the kernel's newidle balance in place, starting at the domain
+ * above the LLC: here pull_busiest_cpu_queue() with its LLC pass skipped.
  */
-#define NEWIDLE_MIGRATION_COST_NS 500000ULL
-u64 newidle_idle_at[MAX_CPUS];
-u64 newidle_avg_idle[MAX_CPUS];
 
-/* --no-shared-runq: @cpu found nothing to run at @now and goes idle. */
-static __always_inline void newidle_note_idle(s32 cpu, u64 now)
-{
-	newidle_idle_at[cpu_idx(cpu)] = now;
-}
+/* A shard's index: bit i is up while CPU shard_slot_cpu[s][i] has a waiter. */
+struct shard_index {
+	u64 waiters;
+} __attribute__((aligned(64)));
+
+struct shard_index shard_indexes[MAX_SHARDS];
+/* Per CPU, its bit in its shard's index (SHARD_INDEX_BITS: none). */
+u8 cpu_shard_slot[MAX_CPUS];
+/* Per shard, the CPU of each bit of its index. */
+u16 shard_slot_cpu[MAX_SHARDS][SHARD_INDEX_BITS];
+/* Per shard, how many bits of its index are in use. */
+u32 shard_nr_slots[MAX_SHARDS];
 
 /*
- * --no-shared-runq: @cpu dispatches at @now: close its idle spell, if any,
- * into its average; true if its average idle time allows a newidle balance.
+ * Number each online CPU within its shard for the index (ops.init). A CPU
+ * beyond SHARD_INDEX_BITS of its shard is not indexed: Rust refuses such
+ * shards with the seed's design.
  */
-static __always_inline bool newidle_allowed(s32 cpu, u64 now)
+static __always_inline void shard_index_init(void)
 {
-	u32 c = cpu_idx(cpu);
-	u64 at = newidle_idle_at[c], avg = newidle_avg_idle[c], spell;
+	u32 i, s, slot;
 
-	if (!avg)
-		avg = 2 * NEWIDLE_MIGRATION_COST_NS;
-	if (at && time_before(at, now)) {
-		spell = now - at;
-		avg = avg - avg / 8 + spell / 8;
-		newidle_idle_at[c] = 0;
-	}
-	newidle_avg_idle[c] = avg;
-	return avg >= NEWIDLE_MIGRATION_COST_NS;
-}
-
-/*
- * --no-shared-runq, seed 000's baseline: @cpu, about to idle, takes the first
- * task it may run from the CPU queue with the most waiting tasks in its LLC,
- * or, if its LLC has none waiting, in the machine, as the kernel's newidle
- * balance pulls from the busiest runqueue of the nearest domain that has one,
- * and only as often as the kernel does (newidle_allowed()). Lock-free length
- * reads, one lock on the queue it pulls from. True if a task moved.
- */
-static __always_inline bool pull_busiest_cpu_queue(s32 cpu)
-{
-	u32 llc = llc_of(cpu), i, n, near_n = 0, far_n = 0;
-	s32 near = -1, far = -1;
-
-	if (!newidle_allowed(cpu, scx_bpf_now()))
-		return false;
 	bpf_for (i, 0, nr_cpu_ids) {
 		if (i >= MAX_CPUS)
 			break;
-		if ((s32)i == cpu)
+		cpu_shard_slot[i] = SHARD_INDEX_BITS;
+		if (!cpu_capacity[i])
+			continue;
+		s = cpu_shard[i] & (MAX_SHARDS - 1);
+		slot = shard_nr_slots[s];
+		if (slot >= SHARD_INDEX_BITS)
+			continue;
+		cpu_shard_slot[i] = slot;
+		shard_slot_cpu[s][slot] = i;
+		shard_nr_slots[s] = slot + 1;
+	}
+}
+
+/* The index word of @cpu's shard, and @cpu's bit in it (0: not indexed). */
+static __always_inline u64 *shard_index_of(s32 cpu, u64 *bit)
+{
+	u32 slot = cpu_shard_slot[cpu_idx(cpu)];
+
+	*bit = slot < SHARD_INDEX_BITS ? 1ULL << slot : 0;
+	return &shard_indexes[shard_of(cpu) & (MAX_SHARDS - 1)].waiters;
+}
+
+/* A task was queued on @cpu's own queue: raise its bit if it is down. */
+static __always_inline void shard_index_note(s32 cpu)
+{
+	u64 bit, *word;
+
+	if (!seed_runq)
+		return;
+	word = shard_index_of(cpu, &bit);
+	if (!bit || (*word & bit))
+		return;
+	__sync_fetch_and_or(word, bit);
+	stat_inc(STAT_SEED_INDEX_SETS);
+}
+
+/*
+ * Bring @cpu's bit up to date with its queue: down if empty (then read the
+ * length again: a task queued meanwhile raises it again), up if not.
+ */
+static __always_inline void shard_index_sync(s32 cpu)
+{
+	u64 bit, *word;
+
+	if (!seed_runq)
+		return;
+	word = shard_index_of(cpu, &bit);
+	if (!bit)
+		return;
+	if (scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu))) {
+		if (!(*word & bit))
+			__sync_fetch_and_or(word, bit);
+		return;
+	}
+	if (!(*word & bit))
+		return;
+	__sync_fetch_and_and(word, ~bit);
+	if (scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)))
+		__sync_fetch_and_or(word, bit);
+}
+
+/*
+ * Of the CPUs shard @s's index names, other than @cpu, the one whose head
+ * has waited longest and that may give it (busy, or idle with two waiting,
+ * see above), or -1. Stale bits are cleared. A global function: the
+ * verifier checks it once, not per shard (and takes no cpumask argument
+ * from its caller, hence its own read of the idle mask).
+ */
+__noinline s32 shard_index_pick(s32 cpu, u32 s)
+{
+	const struct cpumask *idle;
+	u64 word, oldest = 0;
+	struct task_struct *head;
+	struct task_ctx *tctx;
+	s32 best = -1, v;
+	u32 i, n;
+
+	if (s >= MAX_SHARDS || !(word = shard_indexes[s].waiters))
+		return -1;
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for (i, 0, SHARD_INDEX_BITS) {
+		if (!(word >> i))
+			break;
+		if (!(word & (1ULL << i)))
+			continue;
+		v = shard_slot_cpu[s][i];
+		if (v == cpu)
+			continue;
+		n = scx_bpf_dsq_nr_queued(cpu_dsq_id(v));
+		if (!n) {
+			__sync_fetch_and_and(&shard_indexes[s].waiters,
+					     ~(1ULL << i));
+			stat_inc(STAT_SEED_INDEX_STALE);
+			continue;
+		}
+		if (n < 2 && bpf_cpumask_test_cpu(v, idle)) {
+			stat_inc(STAT_SEED_SKIPS_IDLE);
+			continue;
+		}
+		head = __COMPAT_scx_bpf_dsq_peek(cpu_dsq_id(v));
+		if (!head || !bpf_cpumask_test_cpu(cpu, head->cpus_ptr))
+			continue;
+		tctx = task_ctx_of(head);
+		if (best >= 0 && tctx &&
+		    !time_before(tctx->runnable_at, oldest))
+			continue;
+		best = v;
+		oldest = tctx ? tctx->runnable_at : 0;
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	return best;
+}
+
+/*
+ * The seed's pull: @cpu, about to idle, takes the longest-waiting waiter its
+ * LLC's index names, its own shard first, then the others in walk order.
+ * True if a task moved to @cpu's local DSQ.
+ */
+static __always_inline bool shard_index_pull(s32 cpu)
+{
+	u32 llc = llc_of(cpu), first = llc_first_shard[llc];
+	u32 n = llc_nr_shards[llc], own = shard_of(cpu) - first, i, s;
+	s32 v = -1;
+
+	if (!seed_runq)
+		return false;
+	bpf_for (i, 0, n) {
+		if (i >= MAX_SHARDS_PER_LLC)
+			break;
+		s = first + (own + i) % n;
+		v = shard_index_pick(cpu, s);
+		if (v >= 0)
+			break;
+	}
+	if (v < 0) {
+		stat_inc(STAT_SEED_PULL_MISSES);
+		return false;
+	}
+	if (!pull_from(cpu_dsq_id(v),
+		       i ? STAT_SEED_PULLS_SIBLING : STAT_SEED_PULLS_OWN)) {
+		shard_index_sync(v);
+		stat_inc(STAT_SEED_PULL_MISSES);
+		return false;
+	}
+	shard_index_sync(v);
+	return true;
+}
+
+/* Per-CPU queues: whether a task waits on any CPU's own queue. */
+static __always_inline bool cpu_queue_waiting(void)
+{
+	u32 i;
+
+	bpf_for (i, 0, nr_cpu_ids) {
+		if (i >= MAX_CPUS)
+			break;
+		if (scx_bpf_dsq_nr_queued(cpu_dsq_id(i)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Newidle balance with per-CPU queues: --no-shared-runq (seed 000's
+ * NO_SHARED_RUNQ baseline), and above the LLC with the seed's design. It
+ * follows the rules of the kernel's sched_balance_newidle() (newidle_balance()
+ * before 6.10, kernel/sched/fair.c), each in its own words here:
+ * - Nothing to find while no runqueue has a second task: the kernel checks
+ *   the root domain's overload flag first (seed 003); here the overload flag
+ *   of gate.bpf.c, which a task queued behind a running one raises and the
+ *   periodic scan clears when no queue holds a waiter (--no-overload-gate
+ *   ignores it).
+ * - A CPU whose idle spells are short has no time to spend on balancing:
+ *   its average idle time (rq->avg_idle: each spell weighs 1/8, as
+ *   update_avg(); capped at twice the largest of the migration cost and its
+ *   domains' balance costs, as ttwu_do_activate() caps it at twice
+ *   max_idle_balance_cost) must reach the migration cost
+ *   (sysctl_sched_migration_cost, 0.5 ms).
+ * - Domains are tried from the smallest up - here the LLC, then the machine
+ *   - and the walk stops before a domain whose most expensive balance so far
+ *   (sd->max_newidle_lb_cost), added to what this attempt already spent,
+ *   exceeds the average idle time: balancing must not cost more than the
+ *   idle time it fills.
+ * - Each domain's attempt is timed and its cost kept as in
+ *   update_newidle_cost(): a larger cost is taken at once, and the kept one
+ *   decays by 1/64 (253/256 in the kernel is close to 1/64) at most once a
+ *   second.
+ * - In a domain the pull is from the busiest queue, as load_balance()'s
+ *   find_busiest_queue() picks the runqueue with the most runnable tasks:
+ *   here the CPU queue with the most waiters, counting the task a busy CPU
+ *   runs, and only one with two or more (a lone task is running, or about
+ *   to). The first domain that pulls ends the walk.
+ * The seed's design skips the LLC pass: its shards' index (above) covers
+ * the LLC, as the seed starts newidle balance at the LLC's parent domain.
+ */
+#define NEWIDLE_MIGRATION_COST_NS 500000ULL
+#define NEWIDLE_COST_DECAY_NS 1000000000ULL
+enum newidle_domain {
+	NEWIDLE_DOM_LLC,
+	NEWIDLE_DOM_MACHINE,
+	NR_NEWIDLE_DOMS,
+};
+
+/* Per CPU, its newidle state, one cache line each (written by the CPU). */
+struct newidle_state {
+	u64 idle_at;		       /* when it last went idle (0: busy) */
+	u64 avg_idle;		       /* average idle spell (0: not yet) */
+	u64 max_cost[NR_NEWIDLE_DOMS]; /* costliest balance per domain */
+	u64 decay_at;		       /* when max_cost last decayed */
+} __attribute__((aligned(64)));
+
+struct newidle_state newidle_states[MAX_CPUS];
+
+/* Per-CPU queues: @cpu found nothing to run at @now and goes idle. */
+static __always_inline void newidle_note_idle(s32 cpu, u64 now)
+{
+	newidle_states[cpu_idx(cpu)].idle_at = now;
+}
+
+/*
+ * @cpu dispatches at @now: close its idle spell, if any, into its average
+ * (capped as above) and return the average.
+ */
+static __always_inline u64 newidle_avg_idle(struct newidle_state *st, u64 now)
+{
+	u64 avg = st->avg_idle, cap = NEWIDLE_MIGRATION_COST_NS, spell;
+
+	if (st->max_cost[NEWIDLE_DOM_LLC] > cap)
+		cap = st->max_cost[NEWIDLE_DOM_LLC];
+	if (st->max_cost[NEWIDLE_DOM_MACHINE] > cap)
+		cap = st->max_cost[NEWIDLE_DOM_MACHINE];
+	if (!avg)
+		avg = 2 * NEWIDLE_MIGRATION_COST_NS;
+	if (st->idle_at && time_before(st->idle_at, now)) {
+		spell = now - st->idle_at;
+		avg = avg - avg / 8 + spell / 8;
+		if (avg > 2 * cap)
+			avg = 2 * cap;
+		st->idle_at = 0;
+	}
+	st->avg_idle = avg;
+	return avg;
+}
+
+/* Keep @cost as domain @d's balance cost if larger; decay it once a second. */
+static __always_inline void newidle_cost_update(struct newidle_state *st, u32 d,
+						u64 cost, u64 now)
+{
+	u64 *max = &st->max_cost[d & (NR_NEWIDLE_DOMS - 1)];
+
+	if (cost > *max) {
+		*max = cost;
+	} else if (time_before(st->decay_at + NEWIDLE_COST_DECAY_NS, now)) {
+		*max -= *max / 64;
+		st->decay_at = now;
+	}
+}
+
+/*
+ * The CPU queue with the most waiters of @cpu's LLC (@in_llc) or outside it,
+ * counting a busy CPU's running task, if it has two or more (see above); -1
+ * if none. @idle is the idle mask; the count goes to *@busiest_n.
+ */
+static __always_inline s32 busiest_cpu_queue(s32 cpu, bool in_llc,
+					     const struct cpumask *idle,
+					     u32 *busiest_n)
+{
+	u32 llc = llc_of(cpu), i, n, best_n = 1;
+	s32 best = -1;
+
+	bpf_for (i, 0, nr_cpu_ids) {
+		if (i >= MAX_CPUS)
+			break;
+		if ((s32)i == cpu || (cpu_llc[i] == llc) != in_llc)
 			continue;
 		n = scx_bpf_dsq_nr_queued(cpu_dsq_id(i));
 		if (!n)
 			continue;
-		if (cpu_llc[i] == llc) {
-			if (n > near_n) {
-				near_n = n;
-				near = i;
-			}
-		} else if (n > far_n) {
-			far_n = n;
-			far = i;
+		if (!bpf_cpumask_test_cpu(i, idle))
+			n++;
+		if (n > best_n) {
+			best_n = n;
+			best = i;
 		}
 	}
-	if (near >= 0 && pull_from(cpu_dsq_id(near), STAT_NEWIDLE_PULLS))
-		return true;
-	return far >= 0 &&
-	       pull_from(cpu_dsq_id(far), STAT_NEWIDLE_PULLS_REMOTE);
+	*busiest_n = best_n;
+	return best;
+}
+
+/* One domain's pass of the newidle balance: pull from its busiest queue. */
+static __always_inline bool newidle_domain_pull(s32 cpu, u32 d)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	u32 n;
+	s32 busiest = busiest_cpu_queue(cpu, d == NEWIDLE_DOM_LLC, idle, &n);
+	bool pulled;
+
+	scx_bpf_put_idle_cpumask(idle);
+	if (busiest < 0)
+		return false;
+	pulled = pull_from(cpu_dsq_id(busiest),
+			   d == NEWIDLE_DOM_LLC ? STAT_NEWIDLE_PULLS
+						: STAT_NEWIDLE_PULLS_REMOTE);
+	shard_index_sync(busiest);
+	return pulled;
+}
+
+/*
+ * Newidle balance (the rules above): @cpu, about to idle, pulls one task from
+ * the busiest CPU queue of its LLC, else of the machine. True if one moved.
+ */
+static __always_inline bool pull_busiest_cpu_queue(s32 cpu)
+{
+	struct newidle_state *st = &newidle_states[cpu_idx(cpu)];
+	u64 now = scx_bpf_now(), avg = newidle_avg_idle(st, now);
+	u64 spent = 0, t0, t1;
+	bool pulled = false;
+	u32 d;
+
+	/* the seed's design covers the LLC with its index: nothing above */
+	if (seed_runq && nr_llcs <= 1)
+		return false;
+	if (!overload_up() && !no_overload_gate) {
+		stat_inc(STAT_NEWIDLE_SKIPS_OVERLOAD);
+		return false;
+	}
+	if (avg < NEWIDLE_MIGRATION_COST_NS) {
+		stat_inc(STAT_NEWIDLE_SKIPS_AVG_IDLE);
+		return false;
+	}
+	t0 = bpf_ktime_get_ns();
+	bpf_for (d, 0, NR_NEWIDLE_DOMS) {
+		if (d == NEWIDLE_DOM_LLC && seed_runq)
+			continue;
+		if (d == NEWIDLE_DOM_MACHINE && nr_llcs <= 1)
+			break;
+		if (avg < spent + st->max_cost[d & (NR_NEWIDLE_DOMS - 1)]) {
+			stat_inc(STAT_NEWIDLE_SKIPS_COST);
+			break;
+		}
+		pulled = newidle_domain_pull(cpu, d);
+		t1 = bpf_ktime_get_ns();
+		newidle_cost_update(st, d, t1 - t0, now);
+		spent += t1 - t0;
+		t0 = t1;
+		if (pulled)
+			break;
+	}
+	return pulled;
 }

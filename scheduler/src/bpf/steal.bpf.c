@@ -166,7 +166,7 @@ u32 llc_balance_pair;
 /* Whether the periodic scan weighs the LLCs (the waiters are on shards). */
 static __always_inline bool llc_weigh_on(void)
 {
-	return !no_shared_runq;
+	return !cpu_queues_only();
 }
 
 /* Whether LLC balancing runs at all. */
@@ -389,7 +389,7 @@ static __always_inline bool llc_balance_pull(s32 cpu)
 /* The cross-LLC steal scan of a CPU with nothing in its LLC; true on a hit. */
 static __always_inline bool steal_scan(s32 cpu)
 {
-	if (no_shared_runq || nr_llcs <= 1)
+	if (cpu_queues_only() || nr_llcs <= 1)
 		return false;
 	if (!overloaded && !no_overload_gate) {
 		stat_inc(STAT_STEAL_SCANS_SKIPPED);
@@ -401,4 +401,74 @@ static __always_inline bool steal_scan(s32 cpu)
 		return true;
 	}
 	return false;
+}
+
+/*
+ * Periodic balance with per-CPU queues (--no-shared-runq, and the seed's
+ * design): the kernel's rebalance_domains() (kernel/sched/fair.c), run from
+ * the scheduler tick, balances each domain of a CPU once per its balance
+ * interval - sd->balance_interval, which starts at the domain's CPU count in
+ * ms, times sd->busy_factor (16) while the CPU is busy (get_sd_balance_
+ * interval()) - and load_balance() moves tasks from the busiest runqueue
+ * (find_busiest_queue()) to this CPU when their counts of runnable tasks
+ * differ by more than one (calculate_imbalance() halves the difference). Here
+ * the LLC is the domain: ops.tick, on a busy CPU whose interval has passed,
+ * reads the CPU queue lengths of its LLC (O(#CPUs), once per interval) and,
+ * if the busiest has at least two runnable tasks more than this CPU, notes
+ * it; a DSQ move cannot run in ops.tick, so the CPU's next dispatch (its
+ * slice end, at most a slice later: the kernel's pulled task also waits
+ * behind the running one) takes the first task it may run from that queue.
+ * Domains above the LLC are left to newidle balance.
+ */
+#define PERIODIC_BUSY_FACTOR 16
+
+struct periodic_state {
+	u64 next_at;   /* when the CPU's next periodic balance is due */
+	u32 pull_from; /* busiest CPU (+1; 0: none) its dispatch pulls from */
+} __attribute__((aligned(64)));
+
+struct periodic_state periodic_states[MAX_CPUS];
+
+/* The busy CPU @cpu's tick at @now: balance its LLC if its interval passed. */
+static __always_inline void periodic_balance_tick(s32 cpu, u64 now)
+{
+	struct periodic_state *st = &periodic_states[cpu_idx(cpu)];
+	const struct cpumask *idle;
+	u64 interval;
+	u32 own, busiest_n;
+	s32 busiest;
+
+	if (!cpu_queues_only() || time_before(now, st->next_at))
+		return;
+	interval = (u64)llc_nr_cpus[llc_of(cpu)] * PERIODIC_BUSY_FACTOR *
+		   1000000ULL;
+	/* the kernel caps it at max_load_balance_interval, 0.1 s per CPU */
+	if (interval > (u64)nr_cpu_ids * 100000000ULL)
+		interval = (u64)nr_cpu_ids * 100000000ULL;
+	st->next_at = now + interval;
+	idle = scx_bpf_get_idle_cpumask();
+	busiest = busiest_cpu_queue(cpu, true, idle, &busiest_n);
+	scx_bpf_put_idle_cpumask(idle);
+	/* this CPU runs a task: one runnable, plus its waiters */
+	own = scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)) + 1;
+	if (busiest < 0 || busiest_n < own + 2)
+		return;
+	st->pull_from = busiest + 1;
+	stat_inc(STAT_PERIODIC_BALANCES);
+}
+
+/* @cpu dispatches: act on its periodic balance's note. True if one moved. */
+static __always_inline bool periodic_balance_pull(s32 cpu)
+{
+	struct periodic_state *st = &periodic_states[cpu_idx(cpu)];
+	s32 from;
+	bool pulled;
+
+	if (!st->pull_from)
+		return false;
+	from = (s32)st->pull_from - 1;
+	st->pull_from = 0;
+	pulled = pull_from(cpu_dsq_id(from), STAT_PERIODIC_PULLS);
+	shard_index_sync(from);
+	return pulled;
 }
