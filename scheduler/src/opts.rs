@@ -98,6 +98,12 @@ pub struct Opts {
     #[arg(long)]
     pub no_wake_pair: bool,
 
+    /// Disable wakeup preemption (beyond the seeds): a woken task that finds
+    /// no idle CPU always queues, even when the task running on its CPU ran
+    /// far past its vtime (a tiny cgroup share, nice 19).
+    #[arg(long)]
+    pub no_wake_preempt: bool,
+
     /// Disable seed 003's overload gate: a CPU going idle always scans other
     /// LLCs for work to steal, even when nothing waits anywhere.
     #[arg(long)]

@@ -102,6 +102,8 @@ pub struct Tunables {
     pub no_prev_first: bool,
     /// --no-wake-pair.
     pub no_wake_pair: bool,
+    /// --no-wake-preempt.
+    pub no_wake_preempt: bool,
     /// --no-overload-gate.
     pub no_overload_gate: bool,
     /// --no-llc-balance.
@@ -458,6 +460,7 @@ impl Tunables {
             no_l2_locality: opts.no_l2_locality,
             no_prev_first: opts.no_prev_first,
             no_wake_pair: opts.no_wake_pair,
+            no_wake_preempt: opts.no_wake_preempt,
             no_overload_gate: opts.no_overload_gate,
             no_llc_balance: opts.no_llc_balance,
             cgroup_weights: !opts.no_cgroup_weights,
@@ -521,6 +524,7 @@ macro_rules! with_tunable_fields {
             no_l2_locality,
             no_prev_first,
             no_wake_pair,
+            no_wake_preempt,
             no_overload_gate,
             no_llc_balance,
             cgroup_weights,

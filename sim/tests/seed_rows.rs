@@ -1,22 +1,15 @@
 //! The simulator features the seed report's rows rest on: step jitter from
 //! the RNG seed, seed 003's balance cost under load bursts, and the
 //! --no-wake-pair switch that lets seed 002's A/B toggle the prev rule alone.
+mod common;
+
 use serde_json::Value;
-use std::process::Command;
 
 /// Runs mosaic-sim with @args; its JSON (the run must succeed).
 fn sim(name: &str, args: &[&str]) -> Value {
-    let dir = std::env::temp_dir().join(format!("mosaic-seed-rows-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{name}.json"));
-    let st = Command::new(env!("CARGO_BIN_EXE_mosaic-sim"))
-        .args(args)
-        .arg("--json")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(st.success(), "mosaic-sim {args:?} failed");
-    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    let (ok, json) = common::run_sim("mosaic-seed-rows", name, args);
+    assert!(ok, "mosaic-sim {args:?} failed");
+    json
 }
 
 fn counter(v: &Value, k: &str) -> u64 {

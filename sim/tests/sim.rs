@@ -1,20 +1,12 @@
 //! End-to-end tests: each simulation runs in its own process (the native
 //! scheduler's globals are process state).
+mod common;
+
 use serde_json::Value;
 use std::process::Command;
 
 fn sim(name: &str, args: &[&str]) -> (bool, Value) {
-    let dir = std::env::temp_dir().join(format!("mosaic-sim-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{name}.json"));
-    let st = Command::new(env!("CARGO_BIN_EXE_mosaic-sim"))
-        .args(args)
-        .arg("--json")
-        .arg(&out)
-        .status()
-        .unwrap();
-    let text = std::fs::read_to_string(&out).unwrap();
-    (st.success(), serde_json::from_str(&text).unwrap())
+    common::run_sim("mosaic-sim-test", name, args)
 }
 
 #[test]
@@ -98,12 +90,14 @@ fn shared_runqueue_counters_move_on_seed_000_scenario() {
     assert!(c(&seed, "seed_pulls_sibling") > 0);
     assert_eq!(c(&seed, "newidle_pulls"), 0);
     // DEFECT (reported): the seed's mechanism - less time with a CPU idle
-    // while a task waits - is not asserted. Against the kernel-like newidle
-    // baseline (overload gate, avg_idle and per-domain cost budget, periodic
-    // balance) the median over seven bpf_call_ns nudges (50-70 ns) is 0.72 ms
-    // for the shard design and 1.42 ms for the seed's own design against
-    // 0.67 ms for the baseline; single runs of this chaotic model flip
-    // (default cost: 0.57 / 1.05 / 2.06 ms).
+    // while a task waits - is not asserted, because the model does not show
+    // it as a distribution. This test once compared medians over seven
+    // nudges of the BPF call cost at hackbench:loops=30, one trajectory of a
+    // chaotic system each: a change that decides nothing differently (one
+    // more kfunc call in enqueue) flipped it (on 0.72 ms < off 0.97 ms, then
+    // 1.02 > 0.81). Over nine seeds of step_jitter=0.05 at loops=100 the two
+    // overlap wholly (medians on 3.32 ms, off 3.36 ms), and the seed's
+    // "faster" is no better (docs/sim-report.md's 000 rows).
 }
 
 #[test]
@@ -422,4 +416,35 @@ fn sibling_pulls_keep_the_llc_vtime_order_with_many_shards() {
     assert!(ok, "{}", j["invariants"]);
     assert!(hogs_share(&j) >= 0.9, "{}", j["workload"]);
     assert!(counter(&j, "shard_pulls_sibling") > 0);
+}
+
+#[test]
+fn a_woken_root_task_beside_200_busy_cgroups_preempts_and_waits_little() {
+    // one hog in each of 200 cgroups under one parent, a root-cgroup probe
+    // that runs 100 us every 10 ms (the manylimits gauntlet cell's, without
+    // cpu.max): its waits, with wakeup preemption and without, three seeds
+    let counts = vec!["1"; 200].join(":");
+    let weights = vec!["100"; 200].join(":");
+    let wl = format!("hogs:counts={counts},weights={weights},nested=1,ms=3000,probe_ms=10");
+    let probe_wait = |seed: &str, extra: &[&str]| {
+        let mut args = vec!["--machine", "1llc", "--workload", &wl, "--seed", seed];
+        args.extend_from_slice(&["--cost", "step_jitter=0.05"]);
+        args.extend_from_slice(extra);
+        let (ok, j) = sim(&format!("probe-{seed}-{}", extra.len()), &args);
+        assert!(ok);
+        let preempts = j["counters"]["wake_preempts"].as_u64().unwrap();
+        (
+            j["workload"]["probe"]["mean_wait_us"].as_f64().unwrap(),
+            preempts,
+        )
+    };
+    for seed in ["1", "2", "3"] {
+        let (with, preempts) = probe_wait(seed, &[]);
+        let (without, none) = probe_wait(seed, &["--sched-arg=--no-wake-preempt"]);
+        assert!(preempts > 0 && none == 0, "preemptions {preempts} / {none}");
+        assert!(
+            with * 10.0 < without,
+            "seed {seed}: probe mean wait {with} us with preemption, {without} us without"
+        );
+    }
 }

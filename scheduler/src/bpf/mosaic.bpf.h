@@ -32,6 +32,7 @@ const volatile bool no_l2_locality;   /* seed 001 off: LLC is the near domain */
 const volatile bool same_rq_pull;     /* own shard: a task on this rq first */
 const volatile bool no_prev_first;    /* seed 002 off: asym skips prev check */
 const volatile bool no_wake_pair;     /* a sync pair no longer shares a CPU */
+const volatile bool no_wake_preempt;  /* woken tasks never preempt */
 const volatile bool no_overload_gate; /* seed 003 off: always steal-scan */
 const volatile bool no_llc_balance;   /* busy LLCs do not even out */
 const volatile bool group_accounting; /* --gb-parent given: account cgroups */

@@ -424,17 +424,20 @@ static __always_inline void vtime_note_stopped(s32 cpu)
 }
 
 /*
- * @p woke up for @cpu and found no idle CPU: if the task running on @cpu is
- * by now more than min_slice_ns of vtime past the vtime @p queues with, put
- * @p on @cpu's local queue to run at once, preempting it, as the kernel's
- * fair class preempts at a wakeup. True if it did. Without it a woken task
- * waited for a slice to end, and then behind the queue's older tasks: a
- * root-cgroup task beside 200 busy cgroups, whose one millisecond costs 200
- * of vtime, waited 2.9-3.4 ms a wakeup, 0.75-2.4 ms under the kernel's
- * scheduler (1llc, TCG). A task that ran less than min_slice_ns past it is
- * never preempted, so tasks of equal share that run briefly (hackbench) take
- * turns through the queues. Costs a read of one CPU's line and a division
- * per such wakeup, whatever the CPU count.
+ * @p woke up for @cpu and found no idle CPU: if the task running on @cpu has
+ * less than half @p's share and is by now more than min_slice_ns of vtime
+ * past the vtime @p queues with, put @p on @cpu's local queue to run at
+ * once, preempting it, as the kernel's fair class preempts at a wakeup. True
+ * if it did. Without it a woken task waited for a slice to end, and then
+ * behind the queue's older tasks: a root-cgroup task beside 200 busy
+ * cgroups, whose one millisecond costs 200 of vtime, waited 2.9-3.4 ms a
+ * wakeup, 0.75-2.4 ms under the kernel's scheduler (1llc, TCG). Among tasks
+ * of like shares (hackbench) it never acts: a task put on one CPU's local
+ * queue is out of reach of the shard's other CPUs, and preempting there left
+ * CPUs idle beside waiting tasks longer than --no-shared-runq did (mosaic-sim,
+ * ryzen-7950x, median of 7: 0.94 ms against 0.88; 0.72 without). Costs a
+ * read of one CPU's line and a division per such wakeup, whatever the CPU
+ * count. Off with --no-wake-preempt.
  */
 static __always_inline bool vtime_wake_preempt(struct task_struct *p, s32 cpu,
 					       u64 enq_flags)
@@ -444,7 +447,9 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p, s32 cpu,
 
 	/* a preempting task goes to the head of the local queue: never ahead
 	 * of a task already waiting there (a task that must run on @cpu) */
-	if (!share || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
+	if (no_wake_preempt || !share ||
+	    share * 2 > task_share_cached(p, task_ctx_of(p)) ||
+	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
 		return false;
 	vtime = task_queue_vtime(p, cpu, enq_flags, queue_dsq_of(p, cpu));
