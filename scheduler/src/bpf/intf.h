@@ -158,10 +158,9 @@ enum mosaic_stat {
 	STAT_NEWIDLE_PULLS_REMOTE, /* --no-shared-runq: a CPU about to idle took
 				      from another LLC's busiest CPU queue (none
 				      in its own) */
-	STAT_SHORT_SLICES,  /* crowded queues: a task started with a shorter
-			       slice, more than CPU_QUEUE_FULL_SLICES (intf.h)
-			       waiting on its CPU's own queue or per CPU on its
-			       shard */
+	STAT_SHORT_SLICES, /* pinned tasks: a task started with a shorter slice,
+			      more than CPU_QUEUE_FULL_SLICES (intf.h) waiting
+			      on its CPU's own queue */
 	STAT_CPU_QUEUE_MAX, /* pinned tasks: most tasks a dispatch saw waiting
 			       on one CPU's own queue (a maximum) */
 	/* gate.bpf.c: the overload flag and the periodic scan (seed 003) */
