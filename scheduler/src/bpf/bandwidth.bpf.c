@@ -350,23 +350,30 @@ static __always_inline s32 bw_walk(struct task_ctx *tctx, u64 ran, bool charge,
 
 /*
  * The park slot @p must wait on (a throttled cgroup of its), or -1; never
- * for an exiting task (task_exiting()), which also frees memory as it goes.
- * The kernel's own throttling lets a task finish in the kernel too.
+ * for an exiting task, which also frees memory as it goes, nor for one inside
+ * an RCU read-side section or with migration disabled
+ * (task_exempt_from_limits()): its cgroup's debt grows instead.
  */
 static __always_inline s32 bw_throttled_slot(struct task_struct *p,
 					     struct task_ctx *tctx)
 {
 	u64 slice = 0;
+	s32 slot;
 
-	if (!bw_nr_limited || !tctx || !tctx->wcg || task_exiting(p))
+	if (!bw_nr_limited || !tctx || !tctx->wcg)
 		return -1;
-	return bw_walk(tctx, 0, false, &slice);
+	slot = bw_walk(tctx, 0, false, &slice);
+	if (slot >= 0 && task_exempt_from_limits(p)) {
+		stat_inc(STAT_BW_PARK_EXEMPT);
+		return -1;
+	}
+	return slot;
 }
 
 /*
  * @p ran @ran ns: charge its limited cgroups. True if one ran dry: the
- * caller ends its slice (never an exiting task's). A slice longer than the
- * budget left is cut to it.
+ * caller ends its slice (never an exempt task's, task_exempt_from_limits()).
+ * A slice longer than the budget left is cut to it.
  */
 static __always_inline bool bw_charge(struct task_struct *p,
 				      struct task_ctx *tctx, u64 ran)
@@ -376,7 +383,7 @@ static __always_inline bool bw_charge(struct task_struct *p,
 	if (!bw_nr_limited || !tctx->wcg)
 		return false;
 	if (bw_walk(tctx, ran, true, &slice) >= 0)
-		return !task_exiting(p);
+		return !task_exempt_from_limits(p);
 	if (slice < p->scx.slice)
 		p->scx.slice = slice;
 	return false;

@@ -240,13 +240,23 @@ enum mosaic_stat {
 			      not enforced until retried */
 	STAT_BW_BUDGET_RETURNS, /* a CPU's cpu.max budget handed back to its
 				   pool for another cgroup's */
-	STAT_BW_PARKED_MAX_US,	/* cpu.max: longest a task stayed parked by its
-				   cgroup's limit (not in wait_max_us),
-				   microseconds */
+	STAT_BW_PARK_EXEMPT,   /* cpu.max: a throttled cgroup's task not parked:
+				  exiting, or inside an RCU read-side section or
+				  with migration disabled */
+	STAT_BW_PARKED_MAX_US, /* cpu.max: longest a task stayed parked by its
+				  cgroup's limit (not in wait_max_us),
+				  microseconds */
 	/* vtime.bpf.c: wakeup preemption */
 	STAT_WAKE_PREEMPTS, /* woken task with no idle CPU preempted the task
 			       running on its CPU, more than min_slice_ns of
 			       vtime past it */
+	STAT_WAKE_PREEMPT_NO_TASK, /* no preemption: nothing ran on the CPU */
+	STAT_WAKE_PREEMPT_HEAVIER, /* no preemption: the running task has at
+				      least half the woken task's share */
+	STAT_WAKE_PREEMPT_QUEUED,  /* no preemption: a task already waits on
+				      the CPU's local queue */
+	STAT_WAKE_PREEMPT_AHEAD,   /* no preemption: the running task is not
+				      min_slice_ns of vtime past the woken one */
 	/* wait.bpf.c: runnable waits */
 	STAT_WAIT_MAX_US, /* longest runnable wait (woken or requeued until
 			     running; a cpu.max park apart), microseconds */

@@ -164,7 +164,7 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		kick_for(p, cpu);
 		return;
 	}
-	if (woke_busy && vtime_wake_preempt(p, cpu, enq_flags))
+	if (woke_busy && vtime_wake_preempt(p, tctx, cpu, enq_flags))
 		return;
 	queue_task(p, cpu, enq_flags);
 	if (woke_busy)
