@@ -424,15 +424,14 @@ static __always_inline void vtime_note_stopped(s32 cpu)
 }
 
 /*
- * Whether woken @p, queued at @vtime, may preempt the task running on @cpu:
- * STAT_WAKE_PREEMPTS if so, else the counter of the reason it may not.
+ * Whether woken @p may preempt the task running on @cpu, by the checks that
+ * need no vtime: 0 if so (no such counter is 0), else the counter of the
+ * reason it may not.
  */
-static __always_inline enum mosaic_stat preempt_verdict(struct task_struct *p,
-							struct task_ctx *tctx,
-							s32 cpu, u64 vtime)
+static __always_inline enum mosaic_stat
+preempt_blocker(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
-	struct cpu_running *r = &cpu_runnings[cpu_idx(cpu)];
-	u64 share = r->share, since = r->since, now = scx_bpf_now(), cur;
+	u64 share = cpu_runnings[cpu_idx(cpu)].share;
 
 	if (!share)
 		return STAT_WAKE_PREEMPT_NO_TASK;
@@ -442,12 +441,22 @@ static __always_inline enum mosaic_stat preempt_verdict(struct task_struct *p,
 	 * of a task already waiting there (a task that must run on @cpu) */
 	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
 		return STAT_WAKE_PREEMPT_QUEUED;
+	return 0;
+}
+
+/* Whether the task running on @cpu is by now min_slice_ns of vtime past @vtime.
+ */
+static __always_inline bool running_past(s32 cpu, u64 vtime)
+{
+	struct cpu_running *r = &cpu_runnings[cpu_idx(cpu)];
+	u64 share = r->share, since = r->since, now = scx_bpf_now(), cur;
+
+	if (!share)
+		return false;
 	cur = r->vtime;
 	if (time_before(since, now))
 		cur += (now - since) * (100ULL << WEIGHT_SHIFT) / share;
-	if (!time_before(vtime + min_slice_ns, cur))
-		return STAT_WAKE_PREEMPT_AHEAD;
-	return STAT_WAKE_PREEMPTS;
+	return time_before(vtime + min_slice_ns, cur);
 }
 
 /*
@@ -476,30 +485,43 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 					       struct task_ctx *tctx, s32 cpu,
 					       u64 enq_flags)
 {
+	enum mosaic_stat blocker = STAT_WAKE_PREEMPT_NO_TASK;
 	const struct cpumask *llc;
-	enum mosaic_stat verdict = STAT_WAKE_PREEMPT_NO_TASK;
-	u64 vtime;
+	bool have_vtime = false;
+	u64 vtime = 0;
 	s32 other;
 
 	if (no_wake_preempt)
 		return false;
-	vtime = task_queue_vtime(p, cpu, enq_flags, queue_dsq_of(p, cpu));
-	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-		verdict = preempt_verdict(p, tctx, cpu, vtime);
-	if (verdict != STAT_WAKE_PREEMPTS && (llc = llc_cpus(llc_of(cpu)))) {
+	/* the vtime only once a CPU passed the checks that need none */
+	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+	    !(blocker = preempt_blocker(p, tctx, cpu))) {
+		vtime = task_queue_vtime(p, cpu, enq_flags,
+					 queue_dsq_of(p, cpu));
+		have_vtime = true;
+		if (!running_past(cpu, vtime))
+			blocker = STAT_WAKE_PREEMPT_AHEAD;
+	}
+	if (blocker && (llc = llc_cpus(llc_of(cpu)))) {
 		other = bpf_cpumask_any_and_distribute(llc, p->cpus_ptr);
 		if (other != cpu && other < nr_cpu_ids &&
-		    preempt_verdict(p, tctx, other, vtime) ==
-			    STAT_WAKE_PREEMPTS) {
-			verdict = STAT_WAKE_PREEMPTS;
-			cpu = other;
+		    !preempt_blocker(p, tctx, other)) {
+			if (!have_vtime)
+				vtime = task_queue_vtime(p, cpu, enq_flags,
+							 queue_dsq_of(p, cpu));
+			if (running_past(other, vtime)) {
+				blocker = 0;
+				cpu = other;
+			}
 		}
 	}
-	stat_inc(verdict);
-	if (verdict != STAT_WAKE_PREEMPTS)
+	if (blocker) {
+		stat_inc(blocker);
 		return false;
+	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns,
 			   enq_flags | SCX_ENQ_PREEMPT);
+	stat_inc(STAT_WAKE_PREEMPTS);
 	return true;
 }
 
