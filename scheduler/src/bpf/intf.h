@@ -243,6 +243,14 @@ enum mosaic_stat {
 	STAT_BW_PARK_EXEMPT,   /* cpu.max: a throttled cgroup's task not parked:
 				  exiting, or inside an RCU read-side section or
 				  with migration disabled */
+	STAT_BW_PARK_RELEASES, /* cpu.max: a cgroup in debt let its parked
+				  tasks run a moment, none parked past
+				  idle_wait_ns (the watchdog) */
+	STAT_BW_PARK_KILLED,   /* cpu.max: parked task moved back before the
+				  refill because it was killed */
+	STAT_BW_OVERDRAFT_MAX_US, /* cpu.max: the most a CPU's run went past
+				     its cgroup's budget (paid back as debt),
+				     microseconds */
 	STAT_BW_PARKED_MAX_US, /* cpu.max: longest a task stayed parked by its
 				  cgroup's limit (not in wait_max_us),
 				  microseconds */

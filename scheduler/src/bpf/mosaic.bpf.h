@@ -238,13 +238,24 @@ static __always_inline bool task_in_kernel_section(const struct task_struct *p)
 	       BPF_CORE_READ(p, rcu_read_lock_nesting) > own;
 }
 
+#ifndef SIGKILL
+#define SIGKILL 9 /* a uapi macro, not in vmlinux.h */
+#endif
+
+/* Whether @p has SIGKILL pending: it dies as soon as it runs again. */
+static __always_inline bool task_killed(const struct task_struct *p)
+{
+	return p->pending.signal.sig[0] & (1UL << (SIGKILL - 1));
+}
+
 /*
  * Whether @p must not be held back by a cgroup's limit or idleness: it is
- * exiting, or inside a section others wait on (task_in_kernel_section()).
+ * killed or exiting, or inside a section others wait on
+ * (task_in_kernel_section()).
  */
 static __always_inline bool task_exempt_from_limits(const struct task_struct *p)
 {
-	return task_exiting(p) || task_in_kernel_section(p);
+	return task_killed(p) || task_exiting(p) || task_in_kernel_section(p);
 }
 
 /* @cpu as an index into the per-CPU tables, masked for the verifier. */
@@ -569,9 +580,10 @@ static void bw_cgroup_exit(u64 id, bool has_park);
 /* the park slot of a throttled cgroup of the task, or -1 */
 static __always_inline s32 bw_throttled_slot(struct task_struct *p,
 					     struct task_ctx *tctx);
-/* charge runtime; true: a cgroup ran dry, end the slice */
-static __always_inline bool bw_charge(struct task_struct *p,
-				      struct task_ctx *tctx, u64 ran);
+/* charge runtime (bound the run if @running); true: a cgroup ran dry, end
+ * the slice */
+static __always_inline bool
+bw_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran, bool running);
 static __always_inline bool bw_park(struct task_struct *p,
 				    struct task_ctx *tctx, u64 enq_flags);
 static __always_inline void bw_unpark(void);

@@ -100,8 +100,18 @@ ml_setup() {
     r ${1}_setup_ms $(($(ms) - t0))
 }
 
-# Remove every cgroup below the parent, and its hog.
-ml_teardown() { for d in $CG/c[0-9]*; do ml_drop "${d##*/c}"; done; }
+# Remove every cgroup below the parent, and its hog: every hog killed first, then each waited
+# for and its cgroup removed; the time it took as ${1}_teardown_ms.
+ml_teardown() {
+    local d t0
+    t0=$(ms)
+    for d in $CG/c[0-9]*; do kill "$(cat /tmp/g.ml.${d##*/c})" 2>/dev/null; done
+    for d in $CG/c[0-9]*; do
+        wait "$(cat /tmp/g.ml.${d##*/c})" 2>/dev/null
+        rmdir $d 2>/dev/null || { sleep 0.2; rmdir $d; }
+    done
+    r ${1}_teardown_ms $(($(ms) - t0))
+}
 
 # A window $1 under the kernel's scheduler, with the sampler running as under scx_mosaic.
 ml_eevdf_window() {
@@ -111,10 +121,10 @@ ml_eevdf_window() {
     wait "$RUNNABLE_PID" 2>/dev/null
 }
 
-ml_setup eevdf || { ml_teardown; return 1; }
+ml_setup eevdf || { ml_teardown error; return 1; }
 sleep 2
 ml_eevdf_window eevdf
-g_start || { kill $PROBE; ml_teardown; rmdir $CG; return 1; }
+g_start || { kill $PROBE; ml_teardown error; rmdir $CG; return 1; }
 sleep 2
 ml_window mosaic
 # churn, under load
@@ -140,12 +150,12 @@ done
 r churn_ms $(($(ms) - t0))
 sleep 2
 ml_window churn
-ml_teardown
+ml_teardown mosaic
 r cgroups_left "$(ls -d $CG/c[0-9]* 2>/dev/null | wc -l)"
 g_stop
-ml_setup eevdf_after || { kill $PROBE; ml_teardown; rmdir $CG; return 1; }
+ml_setup eevdf_after || { kill $PROBE; ml_teardown error; rmdir $CG; return 1; }
 sleep 2
 ml_eevdf_window eevdf_after
 kill $PROBE
-ml_teardown
+ml_teardown eevdf_after
 rmdir $CG
