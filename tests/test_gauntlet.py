@@ -1,5 +1,5 @@
 """The reliability gauntlet's fast subset (`tests/gauntlet/run.py --quick`): the default
-kernel, two topologies, four stressor cells each, one boot per topology. The whole matrix
+kernel, two topologies, four or five stressor cells each, one boot per topology. The whole matrix
 is `make gauntlet`; docs/reliability.md describes the cells and their checks."""
 
 import pytest

@@ -22,8 +22,8 @@
  * BW_BUDGETS_PER_CPU slots (direct-mapped by slot): a slot that finds its
  * entry taken by another hands the other's budget, or debt, back to its pool
  * first, so any number of limited cgroups share a fixed per-CPU table. A
- * budget left when the period ends expires; an overdraft is paid from the
- * next periods, up to one quota's worth. The pool running dry throttles the
+ * budget left when the period ends expires; an overdraft is paid in full
+ * from the next periods, as the kernel does. The pool running dry throttles the
  * cgroup: the task
  * running gives up its CPU (slice 0), and any of its tasks that wakes or is
  * put back is inserted on the park DSQ of the highest throttled ancestor -
@@ -41,7 +41,10 @@
  * non-empty bucket ends. A lifted limit (or a cgroup gone) goes on a list
  * the timer drains: its parked tasks go back, then its slot is free. An
  * exiting task is charged but never held back: it finishes its exit in the
- * kernel.
+ * kernel. A signal that kills a task of a throttled cgroup (tracepoint
+ * signal_generate) puts the cgroup on the reap list; the next ops.dispatch
+ * moves its killed parked tasks back at once, so they die now, not at the
+ * refill.
  * Nothing of this runs while no cgroup has a limit (bw_nr_limited == 0). A
  * limit that finds no slot (or whose cgroup has no park DSQ) is counted
  * (STAT_BW_UNTRACKED); userspace names it and sets it again through the
@@ -52,9 +55,12 @@
  * every limit. Per-CPU budgets keep the cost of a limit off the hot path.
  * Throttled tasks still count for the kernel's runnable-task watchdog (the
  * kernel has no exemption for them), so parks are bounded too: parked tasks
- * re-enter in vtime order each period, and a task never waits behind its own
- * cgroup's tasks for more periods than it has siblings per quota's worth of
- * slices. The time parked is the limit's, not a wait for a CPU: it is
+ * re-enter in vtime order each period, and a cgroup whose debt keeps it
+ * throttled lets its parked tasks run a moment (preempted as they start)
+ * every idle_wait_ns, so that none stays parked longer, while its whole
+ * debt is still paid (a run under TCG is charged tens of ms past a quota of
+ * 1 ms; forgiving what passed a bound let a tenth of 1,000 such cgroups run
+ * 1.3-1.7 quotas). The time parked is the limit's, not a wait for a CPU: it is
  * measured apart (bw_parked_max_us), and a task's wait (wait_max_us) starts
  * when it goes back to a queue.
  */
@@ -87,12 +93,14 @@ struct bw_cgroup {
 	u64 throttles;	  /* times the pool ran dry (stats, per cgroup) */
 	u64 throttled_ns; /* time throttled, ended stretches (stats) */
 	u64 burst_ns;	  /* cpu.max.burst (stats) */
-	u64 debt_max_ns;  /* the most overdraft carried into new periods */
+	u64 released_at;  /* when its parked tasks were last moved back */
 	u32 unpark;	  /* on the unpark ring: parked tasks to move back */
 	u32 in_wheel;	  /* on a refill wheel bucket's list */
 	u32 wheel_next;	  /* next slot + 1 on that list; 0: the last */
 	u32 in_lifted;	  /* on the list of lifted limits (bw_lifted) */
 	u32 lifted_next;  /* next slot + 1 on that list; 0: the last */
+	u32 in_reap;	  /* on the list of killed parked tasks (bw_reap) */
+	u32 reap_next;	  /* next slot + 1 on that list; 0: the last */
 };
 
 struct {
@@ -118,6 +126,9 @@ u64 bw_wheel_done; /* buckets before this one were taken */
 /* Slots whose limit was lifted (or whose cgroup went), for the timer to
  * drain and free: a list like a bucket's, through lifted_next. */
 u32 bw_lifted;
+/* Slots with a killed task parked, for ops.dispatch to move back: a list
+ * like a bucket's, through reap_next, pushed by the signal tracepoint. */
+u32 bw_reap;
 
 /*
  * Slots whose parked tasks go back to the queues: written by the timer only
@@ -159,6 +170,50 @@ struct {
 	__uint(max_entries, 1);
 } bw_timers SEC(".maps");
 
+/*
+ * Each CPU's run timer: it ends the run of a limited cgroup's task when the
+ * cgroup's last budget does (the kernel's hrtick; a tick may come much later:
+ * under TCG the runs of 1,000 cgroups with quotas of 1 ms averaged 12 ms
+ * each, the kernel's 1.0 ms).
+ */
+struct bw_run_timer {
+	struct bpf_timer timer;
+	s32 pid; /* the task whose run it ends */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct bw_run_timer);
+	__uint(max_entries, MAX_CPUS);
+} bw_run_timers SEC(".maps");
+
+/* bw_walk()'s *end when no pool is empty */
+#define BW_NO_END ((u64) - 1)
+
+/* A run timer expired: preempt CPU *@key's task if it is the one it was set
+ * for (it still runs: the timer fires on its CPU). */
+static int bw_run_timer_fn(void *map, int *key, struct bw_run_timer *t)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	if (cur && cur->pid == t->pid)
+		scx_bpf_kick_cpu(*key, SCX_KICK_PREEMPT);
+	return 0;
+}
+
+/* End the run of @p, running on this CPU, in @ns. */
+static __always_inline void bw_end_run_in(struct task_struct *p, u64 ns)
+{
+	u32 cpu = bpf_get_smp_processor_id();
+	struct bw_run_timer *t = bpf_map_lookup_elem(&bw_run_timers, &cpu);
+
+	if (!t)
+		return;
+	t->pid = p->pid;
+	bpf_timer_start(&t->timer, ns, BPF_F_TIMER_CPU_PIN);
+}
+
 /* Slot @slot, or NULL past the table. */
 static __always_inline struct bw_cgroup *bw_slot(u32 slot)
 {
@@ -190,34 +245,9 @@ static __always_inline void bw_timer_in(u64 delay_ns)
 		bpf_timer_start(&t->timer, delay_ns, 0);
 }
 
-/* The most slot @s's pool may owe into a new period (bw_debt_limit()). */
-static __always_inline s64 bw_debt_max(const struct bw_cgroup *s)
-{
-	return s->debt_max_ns;
-}
-
-/*
- * The debt a pool of @quota_ns per @period_ns carries into new periods: what
- * its refills pay back within idle_wait_ns (a quarter of the watchdog's
- * timeout), but at least a quota and a borrow. A run is charged in full when
- * it ends, at a tick at the earliest, and under TCG a run costs many quotas
- * of 1 ms; the kernel pays every overdraft back. An unbounded debt would park
- * the cgroup's tasks past the watchdog's timeout (a vCPU descheduled for
- * seconds); with one quota forgiven, 1 ms per 83 ms ran 1.4 quotas (TCG),
- * with what refills pay back in the wait target (6 quotas) still 1.45.
- */
-static __always_inline u64 bw_debt_limit(u64 quota_ns, u64 period_ns)
-{
-	u64 debt = period_ns ? quota_ns * (idle_wait_ns / period_ns) : 0;
-
-	if (debt < quota_ns)
-		debt = quota_ns;
-	return debt > BW_BORROW_NS ? debt : BW_BORROW_NS;
-}
-
 /*
  * Hand budget entry @b back to the pool it was borrowed from: what is left
- * of this period, or a debt (up to bw_debt_max()). The entry is then free.
+ * of this period, or a debt. The entry is then free.
  */
 static __always_inline void bw_budget_return(struct bw_budget *b)
 {
@@ -230,8 +260,6 @@ static __always_inline void bw_budget_return(struct bw_budget *b)
 		return;
 	if (b->gen != s->gen && back > 0)
 		return;
-	if (back < -bw_debt_max(s))
-		back = -bw_debt_max(s);
 	if (back)
 		__sync_fetch_and_add(&s->pool_ns, back);
 	stat_inc(STAT_BW_BUDGET_RETURNS);
@@ -257,25 +285,22 @@ static __always_inline struct bw_budget *bw_budget_of(u32 slot,
 /*
  * Take @ran ns for this CPU from slot @slot, borrowing from its pool when the
  * CPU's budget is spent. False if the pool ran dry: the cgroup is throttled.
- * @left gets what the budget still holds.
+ * @left gets what the budget still holds, @last whether the pool is empty
+ * (the cgroup is throttled when this budget runs out).
  */
-static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left)
+static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left, bool *last)
 {
 	struct bw_cgroup *s = bw_slot(slot);
 	struct bw_budget *b;
-	s64 want, before, got, debt_max;
+	s64 want, before, got;
 
 	if (!s || !s->quota_ns || !(b = bw_budget_of(slot, s)))
 		return true;
 	if (b->gen != s->gen) {
-		/* a new period: what was left expired; a debt stays, up to
-		 * bw_debt_max() */
+		/* a new period: what was left expired; a debt stays */
 		b->gen = s->gen;
-		debt_max = bw_debt_max(s);
 		if (b->budget_ns > 0)
 			b->budget_ns = 0;
-		else if (b->budget_ns < -debt_max)
-			b->budget_ns = -debt_max;
 	}
 	b->budget_ns -= ran;
 	if (b->budget_ns <= 0 && !s->throttled_at) {
@@ -287,6 +312,7 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left)
 		b->budget_ns += got;
 	}
 	*left = b->budget_ns;
+	*last = s->pool_ns <= 0;
 	if (b->budget_ns > 0)
 		return true;
 	/*
@@ -297,6 +323,7 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left)
 	 * ran a tick each period, and 1 ms quotas per 16.7 ms gave 1.7 quotas.
 	 */
 	if (b->budget_ns < 0) {
+		stat_max(STAT_BW_OVERDRAFT_MAX_US, -b->budget_ns / 1000);
 		__sync_fetch_and_add(&s->pool_ns, b->budget_ns);
 		b->budget_ns = 0;
 	}
@@ -318,15 +345,17 @@ static __always_inline bool bw_is_throttled(u32 slot)
 
 /*
  * Walk up from @tctx's cgroup. Charge @ran to every limited level (if
- * @charge), cap *@slice at the smallest budget left; return the slot of the
+ * @charge), cap *@slice at the smallest budget left and *@end at the
+ * smallest last budget of a level (bw_consume()); return the slot of the
  * highest throttled level, or -1 if none is.
  */
 static __always_inline s32 bw_walk(struct task_ctx *tctx, u64 ran, bool charge,
-				   u64 *slice)
+				   u64 *slice, u64 *end)
 {
 	u64 id = tctx->wcg;
 	struct cg_node *cg;
 	s32 throttled = -1;
+	bool last;
 	u32 i, slot;
 	s64 left;
 
@@ -337,11 +366,14 @@ static __always_inline s32 bw_walk(struct task_ctx *tctx, u64 ran, bool charge,
 		if (cg->bw_slot) {
 			slot = cg->bw_slot - 1;
 			left = 0;
-			if (charge ? !bw_consume(slot, ran, &left)
+			last = false;
+			if (charge ? !bw_consume(slot, ran, &left, &last)
 				   : bw_is_throttled(slot))
 				throttled = slot;
 			else if (charge && left > 0 && (u64)left < *slice)
 				*slice = left;
+			if (last && left > 0 && (u64)left < *end)
+				*end = left;
 		}
 		id = cg->parent;
 	}
@@ -350,35 +382,48 @@ static __always_inline s32 bw_walk(struct task_ctx *tctx, u64 ran, bool charge,
 
 /*
  * The park slot @p must wait on (a throttled cgroup of its), or -1; never
- * for an exiting task (task_exiting()), which also frees memory as it goes.
- * The kernel's own throttling lets a task finish in the kernel too.
+ * for an exiting task, which also frees memory as it goes, nor for one inside
+ * an RCU read-side section or with migration disabled
+ * (task_exempt_from_limits()): its cgroup's debt grows instead.
  */
 static __always_inline s32 bw_throttled_slot(struct task_struct *p,
 					     struct task_ctx *tctx)
 {
-	u64 slice = 0;
+	u64 slice = 0, end = 0;
+	s32 slot;
 
-	if (!bw_nr_limited || !tctx || !tctx->wcg || task_exiting(p))
+	if (!bw_nr_limited || !tctx || !tctx->wcg)
 		return -1;
-	return bw_walk(tctx, 0, false, &slice);
+	slot = bw_walk(tctx, 0, false, &slice, &end);
+	if (slot >= 0 && task_exempt_from_limits(p)) {
+		stat_inc(STAT_BW_PARK_EXEMPT);
+		return -1;
+	}
+	return slot;
 }
 
 /*
  * @p ran @ran ns: charge its limited cgroups. True if one ran dry: the
- * caller ends its slice (never an exiting task's). A slice longer than the
- * budget left is cut to it.
+ * caller ends its slice (never an exempt task's, task_exempt_from_limits()).
+ * If @p goes on running (@running), a slice longer than the budget left is
+ * cut to it, and when a cgroup's pool is empty, its last budget's end also
+ * ends the run (bw_end_run_in()).
  */
-static __always_inline bool bw_charge(struct task_struct *p,
-				      struct task_ctx *tctx, u64 ran)
+static __always_inline bool
+bw_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran, bool running)
 {
-	u64 slice = p->scx.slice;
+	u64 slice = p->scx.slice, end = BW_NO_END;
 
 	if (!bw_nr_limited || !tctx->wcg)
 		return false;
-	if (bw_walk(tctx, ran, true, &slice) >= 0)
-		return !task_exiting(p);
+	if (bw_walk(tctx, ran, true, &slice, &end) >= 0)
+		return !task_exempt_from_limits(p);
+	if (!running)
+		return false;
 	if (slice < p->scx.slice)
 		p->scx.slice = slice;
+	if (end != BW_NO_END)
+		bw_end_run_in(p, end);
 	return false;
 }
 
@@ -424,7 +469,8 @@ static __always_inline void bw_running(struct task_ctx *tctx)
 }
 
 /*
- * Move the parked tasks of cgroup @cgid to the queues of their CPUs, at the
+ * Move the parked tasks of cgroup @cgid (only the killed ones if
+ * @killed_only, task_killed()) to the queues of their CPUs, at the
  * vtime of a woken task (a park earns no credit: kept as a requeue's lag, 200
  * refilled hogs a period went before every woken task, and a nice -20 shell
  * took 23 s to read their cpu.stat files, 0.5 s under the kernel's
@@ -434,7 +480,7 @@ static __always_inline void bw_running(struct task_ctx *tctx)
  * fails when the kernel took the task off the park queue first: that park is
  * counted as left. A global function: the verifier checks it once.
  */
-__noinline u32 bw_unpark_cgroup(u64 cgid)
+__noinline u32 bw_unpark_cgroup(u64 cgid, bool killed_only)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
@@ -444,6 +490,8 @@ __noinline u32 bw_unpark_cgroup(u64 cgid)
 	s32 cpu;
 
 	bpf_for_each (scx_dsq, p, park_dsq_id(cgid), 0) {
+		if (killed_only && !task_killed(p))
+			continue;
 		tctx = task_ctx_of(p);
 		closed = tctx && bw_close_park(tctx);
 		if (closed)
@@ -465,17 +513,15 @@ __noinline u32 bw_unpark_cgroup(u64 cgid)
 }
 
 /*
- * ops.dispatch: move the parked tasks of up to BW_UNPARK_BATCH refilled (or
- * no longer limited) cgroups back to the queues. Costs two reads while
- * nothing is to move; what is left is taken by the next dispatch.
+ * Move the parked tasks of up to BW_UNPARK_BATCH refilled (or no longer
+ * limited) cgroups back to the queues; what is left is taken by the next
+ * dispatch.
  */
-static __always_inline void bw_unpark(void)
+static __always_inline void bw_unpark_refilled(void)
 {
 	u32 i, t, moved = 0, *slot;
 	struct bw_cgroup *s;
 
-	if (bw_unpark_tail == bw_unpark_head)
-		return;
 	bpf_for (i, 0, BW_UNPARK_BATCH) {
 		t = bw_unpark_tail;
 		if (t == bw_unpark_head)
@@ -488,19 +534,28 @@ static __always_inline void bw_unpark(void)
 		if (!s)
 			continue;
 		s->unpark = 0;
-		moved += bw_unpark_cgroup(s->cgid);
+		moved += bw_unpark_cgroup(s->cgid, false);
 	}
 	if (moved)
 		stat_add(STAT_BW_UNPARKED, moved);
+}
+
+/* Wake an idle CPU, if any, to run ops.dispatch (and so bw_unpark()). */
+static __always_inline void bw_kick_idle_cpu(void)
+{
+	const struct cpumask *online = scx_bpf_get_online_cpumask();
+	s32 cpu = scx_bpf_pick_idle_cpu(online, 0);
+
+	scx_bpf_put_cpumask(online);
+	if (cpu >= 0)
+		kick_claimed(cpu);
 }
 
 /* Queue slot @slot's parked tasks (if any) to go back (from the timer only:
  * the ring's one writer); wake a CPU to move them. */
 static __always_inline void bw_flag_unpark(struct bw_cgroup *s, u32 slot)
 {
-	const struct cpumask *online;
 	u32 h = bw_unpark_head & (MAX_BW_CGROUPS - 1), *entry;
-	s32 cpu;
 
 	if (s->unpark || !bw_nr_parked(s->cgid))
 		return;
@@ -510,11 +565,7 @@ static __always_inline void bw_flag_unpark(struct bw_cgroup *s, u32 slot)
 	s->unpark = 1;
 	*entry = slot;
 	__sync_fetch_and_add(&bw_unpark_head, 1);
-	online = scx_bpf_get_online_cpumask();
-	cpu = scx_bpf_pick_idle_cpu(online, 0);
-	scx_bpf_put_cpumask(online);
-	if (cpu >= 0)
-		kick_claimed(cpu);
+	bw_kick_idle_cpu();
 }
 
 /* Push slot @slot onto the list at @head (slot + 1 values, linked through
@@ -541,6 +592,16 @@ static __always_inline void bw_wheel_push(struct bw_cgroup *s, u32 slot)
 	bw_list_push(&bw_wheel[b], &s->wheel_next, slot);
 }
 
+/* The slot of list entry @next (slot + 1; 0 ends the list) into *@slot, or
+ * NULL at the end. */
+static __always_inline struct bw_cgroup *bw_list_slot(u32 next, u32 *slot)
+{
+	if (!next)
+		return NULL;
+	*slot = next - 1;
+	return bw_slot(*slot);
+}
+
 /* Put slot @s on the list of lifted limits (if it is not there). */
 static __always_inline void bw_lifted_push(struct bw_cgroup *s, u32 slot)
 {
@@ -549,14 +610,29 @@ static __always_inline void bw_lifted_push(struct bw_cgroup *s, u32 slot)
 	bw_list_push(&bw_lifted, &s->lifted_next, slot);
 }
 
+/*
+ * Whether throttled slot @s must let its parked tasks run for a moment at
+ * this refill (@now): its debt keeps it throttled, and by the next refill
+ * one of them would have been parked idle_wait_ns (a quarter of the
+ * watchdog's timeout). Each runs until ops.running finds the cgroup
+ * throttled and preempts it, and is parked again: the watchdog sees it run,
+ * the debt grows by that moment, and no overdraft is forgiven.
+ */
+static __always_inline bool bw_release_due(const struct bw_cgroup *s, u64 now)
+{
+	u64 since = s->throttled_at;
+
+	if (time_before(since, s->released_at))
+		since = s->released_at;
+	return !time_before(now + s->period_ns, since + idle_wait_ns);
+}
+
 /* The period of slot @s is over at @now: refill its pool, unthrottle it. */
 static __always_inline void bw_refill(struct bw_cgroup *s, u32 slot, u64 now)
 {
-	s64 pool = s->pool_ns, debt_max = bw_debt_max(s);
+	s64 pool = s->pool_ns;
 
-	/* a debt handed back with a budget entry is paid from this period */
-	if (pool < -debt_max)
-		pool = -debt_max;
+	/* a debt is paid from this period's quota first */
 	pool += s->quota_ns;
 	if (pool > (s64)s->max_pool_ns)
 		pool = s->max_pool_ns;
@@ -571,8 +647,12 @@ static __always_inline void bw_refill(struct bw_cgroup *s, u32 slot, u64 now)
 		stat_add(STAT_BW_THROTTLED_NS, now - s->throttled_at);
 		s->throttled_at = 0;
 	}
-	if (!s->throttled_at)
+	if (!s->throttled_at || bw_release_due(s, now)) {
+		if (s->throttled_at)
+			stat_inc(STAT_BW_PARK_RELEASES);
+		s->released_at = now;
 		bw_flag_unpark(s, slot);
+	}
 }
 
 /* Slot @slot came off a wheel bucket at @now: refill it if due, and put it
@@ -628,11 +708,7 @@ static __always_inline bool bw_take_list(u32 *head, bool lifted, u64 now)
 	bool again = false;
 
 	bpf_for (i, 0, MAX_BW_CGROUPS) {
-		if (!next)
-			break;
-		slot = next - 1;
-		s = bw_slot(slot);
-		if (!s)
+		if (!(s = bw_list_slot(next, &slot)))
 			break;
 		next = lifted ? s->lifted_next : s->wheel_next;
 		if (lifted)
@@ -641,6 +717,38 @@ static __always_inline bool bw_take_list(u32 *head, bool lifted, u64 now)
 			bw_wheel_due(slot, now);
 	}
 	return again;
+}
+
+/* Take the reap list whole and move the killed parked tasks of each slot on
+ * it back to the queues. */
+static __always_inline void bw_unpark_killed(void)
+{
+	u32 i, slot, moved = 0, next = __sync_lock_test_and_set(&bw_reap, 0);
+	struct bw_cgroup *s;
+
+	bpf_for (i, 0, MAX_BW_CGROUPS) {
+		if (!(s = bw_list_slot(next, &slot)))
+			break;
+		next = s->reap_next;
+		s->in_reap = 0;
+		if (s->cgid)
+			moved += bw_unpark_cgroup(s->cgid, true);
+	}
+	if (moved)
+		stat_add(STAT_BW_PARK_KILLED, moved);
+}
+
+/*
+ * ops.dispatch: move back the parked tasks of refilled (or no longer
+ * limited) cgroups, and killed parked tasks. Costs three reads while nothing
+ * is to move.
+ */
+static __always_inline void bw_unpark(void)
+{
+	if (bw_unpark_tail != bw_unpark_head)
+		bw_unpark_refilled();
+	if (bw_reap)
+		bw_unpark_killed();
 }
 
 /*
@@ -798,7 +906,6 @@ static __always_inline void bw_set(u64 id, u64 period_us, u64 quota_us,
 	s->max_pool_ns = (quota_us + burst_us) * 1000;
 	s->burst_ns = burst_us * 1000;
 	s->quota_ns = quota_us * 1000;
-	s->debt_max_ns = bw_debt_limit(s->quota_ns, s->period_ns);
 	s->pool_ns = s->quota_ns;
 	s->gen++;
 	s->next_refill = scx_bpf_now() + s->period_ns;
@@ -862,11 +969,46 @@ int bw_retry(struct bw_retry_args *args)
 	return 0;
 }
 
-/* Make the refill timer. Called from ops.init. */
+/*
+ * A signal is sent. When it kills @task (SIGKILL, or any signal whose default
+ * action is to die: the kernel then marks every thread of the process with
+ * SIGKILL before this tracepoint) and @task's cgroup is throttled with parked
+ * tasks, the cgroup goes on the reap list, so that its killed tasks leave
+ * their park now: the kernel throttles a task only on its way back to user
+ * space, which a killed task never takes, and a container's teardown (kill,
+ * then rmdir) waits for every task to exit. The other threads of a killed
+ * process are parked on the same cgroup's queue unless a threaded cgroup
+ * split them; those wait for the refill.
+ */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(bw_signal, int sig, struct kernel_siginfo *info,
+	     struct task_struct *task, int group, int result)
+{
+	struct task_ctx *tctx;
+	struct bw_cgroup *s;
+	u64 slice = 0, end = 0;
+	s32 slot;
+
+	if (!bw_nr_limited || !task || !task_killed(task))
+		return 0;
+	tctx = task_ctx_of(task);
+	if (!tctx || !tctx->wcg)
+		return 0;
+	slot = bw_walk(tctx, 0, false, &slice, &end);
+	if (slot < 0 || !(s = bw_slot(slot)) || !bw_nr_parked(s->cgid))
+		return 0;
+	if (!__sync_val_compare_and_swap(&s->in_reap, 0, 1))
+		bw_list_push(&bw_reap, &s->reap_next, slot);
+	bw_kick_idle_cpu();
+	return 0;
+}
+
+/* Make the refill timer and the CPUs' run timers. Called from ops.init. */
 static s32 bw_init(void)
 {
+	struct bw_run_timer *rt;
 	struct bw_timer *t;
-	u32 key = 0;
+	u32 key = 0, cpu;
 
 	t = bpf_map_lookup_elem(&bw_timers, &key);
 	if (!t) {
@@ -875,5 +1017,14 @@ static s32 bw_init(void)
 	}
 	bpf_timer_init(&t->timer, &bw_timers, CLOCK_MONOTONIC);
 	bpf_timer_set_callback(&t->timer, bw_timer_fn);
+	bpf_for (cpu, 0, nr_cpu_ids) {
+		rt = bpf_map_lookup_elem(&bw_run_timers, &cpu);
+		if (!rt) {
+			scx_bpf_error("no cpu.max run timer for CPU %u", cpu);
+			return -ENOENT;
+		}
+		bpf_timer_init(&rt->timer, &bw_run_timers, CLOCK_MONOTONIC);
+		bpf_timer_set_callback(&rt->timer, bw_run_timer_fn);
+	}
 	return 0;
 }

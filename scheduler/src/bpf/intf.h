@@ -190,12 +190,11 @@ enum mosaic_stat {
 	STAT_PERIODIC_PULLS, /* --no-shared-runq: after a periodic balance, the
 				next dispatch took a task from the busiest
 				queue */
-	STAT_SHORT_SLICES,   /* crowded queues: a task started with a shorter
-				slice, more than CPU_QUEUE_FULL_SLICES (intf.h)
-				waiting on its CPU's own queue or per CPU on its
-				shard */
-	STAT_CPU_QUEUE_MAX,  /* pinned tasks: most tasks a dispatch saw waiting
-				on one CPU's own queue (a maximum) */
+	STAT_SHORT_SLICES, /* pinned tasks: a task started with a shorter slice,
+			      more than CPU_QUEUE_FULL_SLICES (intf.h) waiting
+			      on its CPU's own queue */
+	STAT_CPU_QUEUE_MAX, /* pinned tasks: most tasks a dispatch saw waiting
+			       on one CPU's own queue (a maximum) */
 	/* gate.bpf.c: the overload flag and the periodic scan (seed 003) */
 	STAT_OVERLOAD_SETS, /* times the overload flag went up */
 	STAT_OVERLOAD_NS, /* time the overload flag spent up, ns (closed spells)
@@ -273,13 +272,31 @@ enum mosaic_stat {
 			      not enforced until retried */
 	STAT_BW_BUDGET_RETURNS, /* a CPU's cpu.max budget handed back to its
 				   pool for another cgroup's */
-	STAT_BW_PARKED_MAX_US,	/* cpu.max: longest a task stayed parked by its
-				   cgroup's limit (not in wait_max_us),
-				   microseconds */
+	STAT_BW_PARK_EXEMPT,   /* cpu.max: a throttled cgroup's task not parked:
+				  exiting, or inside an RCU read-side section or
+				  with migration disabled */
+	STAT_BW_PARK_RELEASES, /* cpu.max: a cgroup in debt let its parked
+				  tasks run a moment, none parked past
+				  idle_wait_ns (the watchdog) */
+	STAT_BW_PARK_KILLED,   /* cpu.max: parked task moved back before the
+				  refill because it was killed */
+	STAT_BW_OVERDRAFT_MAX_US, /* cpu.max: the most a CPU's run went past
+				     its cgroup's budget (paid back as debt),
+				     microseconds */
+	STAT_BW_PARKED_MAX_US, /* cpu.max: longest a task stayed parked by its
+				  cgroup's limit (not in wait_max_us),
+				  microseconds */
 	/* vtime.bpf.c: wakeup preemption */
 	STAT_WAKE_PREEMPTS, /* woken task with no idle CPU preempted the task
 			       running on its CPU, more than min_slice_ns of
 			       vtime past it */
+	STAT_WAKE_PREEMPT_NO_TASK, /* no preemption: nothing ran on the CPU */
+	STAT_WAKE_PREEMPT_HEAVIER, /* no preemption: the running task has at
+				      least half the woken task's share */
+	STAT_WAKE_PREEMPT_QUEUED,  /* no preemption: a task already waits on
+				      the CPU's local queue */
+	STAT_WAKE_PREEMPT_AHEAD,   /* no preemption: the running task is not
+				      min_slice_ns of vtime past the woken one */
 	/* wait.bpf.c: runnable waits */
 	STAT_WAIT_MAX_US, /* longest runnable wait (woken or requeued until
 			     running; a cpu.max park apart), microseconds */

@@ -164,7 +164,7 @@ void BPF_STRUCT_OPS(mosaic_enqueue, struct task_struct *p, u64 enq_flags)
 		kick_for(p, cpu);
 		return;
 	}
-	if (woke_busy && vtime_wake_preempt(p, cpu, enq_flags))
+	if (woke_busy && vtime_wake_preempt(p, tctx, cpu, enq_flags))
 		return;
 	queue_task(p, cpu, enq_flags);
 	if (woke_busy)
@@ -300,7 +300,7 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	cpu_queue_slice_apply(p, cpu);
 	bw_running(tctx);
 	/* cpu.max: a slice no longer than the budget; none if throttled */
-	if (bw_charge(p, tctx, 0)) {
+	if (bw_charge(p, tctx, 0, true)) {
 		p->scx.slice = 0;
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
@@ -320,7 +320,7 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran, now);
 	vtime_note_stopped(cpu);
-	bw_charge(p, tctx, ran);
+	bw_charge(p, tctx, ran, false);
 	group_account(p, tctx, cpu, ran, 0);
 	if (runnable)
 		wait_begin(tctx, now);
@@ -347,7 +347,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	vtime_charge(p, tctx, ran, now);
 	vtime_note_running(p, tctx, cpu, now);
 	llc_balance_note_share(p, tctx, cpu);
-	if (bw_charge(p, tctx, ran))
+	if (bw_charge(p, tctx, ran, true))
 		p->scx.slice = 0;
 	idle_cgroup_tick(p, tctx, cpu);
 	group_account(p, tctx, cpu, ran, 0);

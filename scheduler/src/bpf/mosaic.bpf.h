@@ -227,6 +227,50 @@ static __always_inline bool task_exiting(const struct task_struct *p)
 	return p->flags & PF_EXITING;
 }
 
+/*
+ * Whether @p was stopped inside a kernel section that others wait on: an RCU
+ * read-side section (a preemptible-RCU kernel) or migration disabled (a BPF
+ * program runs so, as ops.init_task does in a fork). Every RCU grace period of
+ * the machine waits for such a task: holding it back (a cpu.max park, up to
+ * idle_wait_ns) stalls them all, and the kernel ejects the scheduler after
+ * 21 s of a stall. The kernel's own cpu.max throttles a task only on its way
+ * back to user space, for the same reason. When @p is the task this program
+ * runs in (its slice ended: ops.enqueue and ops.tick run in its context), the
+ * program's own entry holds one RCU read lock and one migration disable of
+ * its counts, which are not @p's (a kernel without preemptible RCU may not
+ * disable migration there; its readers cannot be preempted, so parking them
+ * stalls nothing).
+ */
+static __always_inline bool task_in_kernel_section(const struct task_struct *p)
+{
+	int own = p == (void *)bpf_get_current_task_btf();
+
+	if (p->migration_disabled > own)
+		return true;
+	return bpf_core_field_exists(p->rcu_read_lock_nesting) &&
+	       BPF_CORE_READ(p, rcu_read_lock_nesting) > own;
+}
+
+#ifndef SIGKILL
+#define SIGKILL 9 /* a uapi macro, not in vmlinux.h */
+#endif
+
+/* Whether @p has SIGKILL pending: it dies as soon as it runs again. */
+static __always_inline bool task_killed(const struct task_struct *p)
+{
+	return p->pending.signal.sig[0] & (1UL << (SIGKILL - 1));
+}
+
+/*
+ * Whether @p must not be held back by a cgroup's limit or idleness: it is
+ * killed or exiting, or inside a section others wait on
+ * (task_in_kernel_section()).
+ */
+static __always_inline bool task_exempt_from_limits(const struct task_struct *p)
+{
+	return task_killed(p) || task_exiting(p) || task_in_kernel_section(p);
+}
+
 /* @cpu as an index into the per-CPU tables, masked for the verifier. */
 static __always_inline u32 cpu_idx(s32 cpu)
 {
@@ -429,7 +473,8 @@ static __always_inline void vtime_note_running(struct task_struct *p,
 					       u64 now);
 static __always_inline void vtime_note_stopped(s32 cpu);
 /* run woken @p on @cpu at once if its task ran far past @p's vtime */
-static __always_inline bool vtime_wake_preempt(struct task_struct *p, s32 cpu,
+static __always_inline bool vtime_wake_preempt(struct task_struct *p,
+					       struct task_ctx *tctx, s32 cpu,
 					       u64 enq_flags);
 /* the periodic scan's weighing of @llc sets how fast its clock should move */
 static __always_inline void vtime_note_llc_load(u32 llc, u64 load, u32 nr_cpus);
@@ -562,9 +607,10 @@ static void bw_cgroup_exit(u64 id, bool has_park);
 /* the park slot of a throttled cgroup of the task, or -1 */
 static __always_inline s32 bw_throttled_slot(struct task_struct *p,
 					     struct task_ctx *tctx);
-/* charge runtime; true: a cgroup ran dry, end the slice */
-static __always_inline bool bw_charge(struct task_struct *p,
-				      struct task_ctx *tctx, u64 ran);
+/* charge runtime (bound the run if @running); true: a cgroup ran dry, end
+ * the slice */
+static __always_inline bool
+bw_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran, bool running);
 static __always_inline bool bw_park(struct task_struct *p,
 				    struct task_ctx *tctx, u64 enq_flags);
 static __always_inline void bw_unpark(void);

@@ -142,31 +142,26 @@ static __always_inline struct cpu_queue *cpu_queue_of(s32 cpu)
  * @cpu's dispatch saw @n tasks waiting on its own queue: up to
  * CPU_QUEUE_FULL_SLICES take turns at full slices; more share that many
  * slices a round, at least min_slice_ns each, so that the last waits about
- * CPU_QUEUE_FULL_SLICES slices, not n. The same holds for its shard's crowd,
- * counted per CPU of the LLC: with 200 busy cgroups on 4 CPUs a round of full
- * slices took a second, beyond wait_target_ns, so every waiter was late, the
- * LLC's clock crawled at its floor rate and order among them was lost. With
- * none, the queue's clock (vtime.bpf.c) starts afresh. The largest @n is
- * STAT_CPU_QUEUE_MAX. Off with --no-shared-runq, whose per-CPU queues model
- * the kernel's runqueues (seed 000's baseline).
+ * CPU_QUEUE_FULL_SLICES slices, not n. With none, the queue's clock
+ * (vtime.bpf.c) starts afresh. The largest @n is STAT_CPU_QUEUE_MAX. Off
+ * with --no-shared-runq, whose per-CPU queues model the kernel's runqueues
+ * (seed 000's baseline). A shard's crowd does not shorten slices: counted per
+ * CPU of the LLC, it doubled the scheduling events of hackbench -g 4 and
+ * slowed it by 14 % (1llc, TCG), where wakeup preemption
+ * (vtime_wake_preempt()) already serves a root task beside hundreds of busy
+ * cgroups.
  */
 static __always_inline void cpu_queue_note(s32 cpu, u32 n)
 {
 	struct cpu_queue *q = cpu_queue_of(cpu);
-	u32 llc = llc_of(cpu), crowd = n, shard_crowd;
 	u64 slice = 0;
 
 	if (cpu_queues_only())
 		return;
 	if (n)
 		stat_max(STAT_CPU_QUEUE_MAX, n);
-	shard_crowd = scx_bpf_dsq_nr_queued(shard_dsq_id(shard_of(cpu))) *
-		      llc_nr_shards[llc & (MAX_LLCS - 1)] /
-		      (llc_nr_cpus[llc & (MAX_LLCS - 1)] ?: 1);
-	if (shard_crowd > crowd)
-		crowd = shard_crowd;
-	if (crowd > CPU_QUEUE_FULL_SLICES) {
-		slice = CPU_QUEUE_FULL_SLICES * slice_ns / crowd;
+	if (n > CPU_QUEUE_FULL_SLICES) {
+		slice = CPU_QUEUE_FULL_SLICES * slice_ns / n;
 		if (slice < min_slice_ns)
 			slice = min_slice_ns;
 	}

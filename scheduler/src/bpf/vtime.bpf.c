@@ -424,41 +424,101 @@ static __always_inline void vtime_note_stopped(s32 cpu)
 }
 
 /*
+ * Whether woken @p may preempt the task running on @cpu, by the checks that
+ * need no vtime: 0 if so (no such counter is 0), else the counter of the
+ * reason it may not.
+ */
+static __always_inline enum mosaic_stat
+preempt_blocker(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	u64 share = cpu_runnings[cpu_idx(cpu)].share;
+
+	if (!share)
+		return STAT_WAKE_PREEMPT_NO_TASK;
+	if (share * 2 > task_share_cached(p, tctx))
+		return STAT_WAKE_PREEMPT_HEAVIER;
+	/* a preempting task goes to the head of the local queue: never ahead
+	 * of a task already waiting there (a task that must run on @cpu) */
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
+		return STAT_WAKE_PREEMPT_QUEUED;
+	return 0;
+}
+
+/* Whether the task running on @cpu is by now min_slice_ns of vtime past @vtime.
+ */
+static __always_inline bool running_past(s32 cpu, u64 vtime)
+{
+	struct cpu_running *r = &cpu_runnings[cpu_idx(cpu)];
+	u64 share = r->share, since = r->since, now = scx_bpf_now(), cur;
+
+	if (!share)
+		return false;
+	cur = r->vtime;
+	if (time_before(since, now))
+		cur += (now - since) * (100ULL << WEIGHT_SHIFT) / share;
+	return time_before(vtime + min_slice_ns, cur);
+}
+
+/*
  * @p woke up for @cpu and found no idle CPU: if the task running on @cpu has
  * less than half @p's share and is by now more than min_slice_ns of vtime
  * past the vtime @p queues with, put @p on @cpu's local queue to run at
- * once, preempting it, as the kernel's fair class preempts at a wakeup. True
- * if it did. Without it a woken task waited for a slice to end, and then
+ * once, preempting it, as the kernel's fair class preempts at a wakeup; if
+ * @cpu's task may not be preempted, try one other CPU of the LLC (taken in
+ * turn), as the kernel's wakeup may land on a CPU other than the task's last.
+ * True if it did. Without it a woken task waited for a slice to end, and then
  * behind the queue's older tasks: a root-cgroup task beside 200 busy
  * cgroups, whose one millisecond costs 200 of vtime, waited 2.9-3.4 ms a
- * wakeup, 0.75-2.4 ms under the kernel's scheduler (1llc, TCG). Among tasks
+ * wakeup, 0.75-2.4 ms under the kernel's scheduler (1llc, TCG). With one
+ * CPU only, 18 % of its wakeups found that CPU's task not to be preempted
+ * (a task of its own share, one waiting on the local queue, none between
+ * two): each waited for a tick. Among tasks
  * of like shares (hackbench) it never acts: a task put on one CPU's local
  * queue is out of reach of the shard's other CPUs, and preempting there left
  * CPUs idle beside waiting tasks longer than --no-shared-runq did (mosaic-sim,
  * ryzen-7950x, median of 7: 0.94 ms against 0.88; 0.72 without). Costs a
- * read of one CPU's line and a division per such wakeup, whatever the CPU
- * count. Off with --no-wake-preempt.
+ * read of one or two CPUs' lines and a division per such wakeup, and the
+ * choice of the other CPU a scan of the LLC's mask by words (three at 192
+ * CPUs). Off with --no-wake-preempt.
  */
-static __always_inline bool vtime_wake_preempt(struct task_struct *p, s32 cpu,
+static __always_inline bool vtime_wake_preempt(struct task_struct *p,
+					       struct task_ctx *tctx, s32 cpu,
 					       u64 enq_flags)
 {
-	struct cpu_running *r = &cpu_runnings[cpu_idx(cpu)];
-	u64 share = r->share, since = r->since, now, cur, vtime;
+	enum mosaic_stat blocker = STAT_WAKE_PREEMPT_NO_TASK;
+	const struct cpumask *llc;
+	bool have_vtime = false;
+	u64 vtime = 0;
+	s32 other;
 
-	/* a preempting task goes to the head of the local queue: never ahead
-	 * of a task already waiting there (a task that must run on @cpu) */
-	if (no_wake_preempt || !share ||
-	    share * 2 > task_share_cached(p, task_ctx_of(p)) ||
-	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
-	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
+	if (no_wake_preempt)
 		return false;
-	vtime = task_queue_vtime(p, cpu, enq_flags, queue_dsq_of(p, cpu));
-	now = scx_bpf_now();
-	cur = r->vtime;
-	if (time_before(since, now))
-		cur += (now - since) * (100ULL << WEIGHT_SHIFT) / share;
-	if (!time_before(vtime + min_slice_ns, cur))
+	/* the vtime only once a CPU passed the checks that need none */
+	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+	    !(blocker = preempt_blocker(p, tctx, cpu))) {
+		vtime = task_queue_vtime(p, cpu, enq_flags,
+					 queue_dsq_of(p, cpu));
+		have_vtime = true;
+		if (!running_past(cpu, vtime))
+			blocker = STAT_WAKE_PREEMPT_AHEAD;
+	}
+	if (blocker && (llc = llc_cpus(llc_of(cpu)))) {
+		other = bpf_cpumask_any_and_distribute(llc, p->cpus_ptr);
+		if (other != cpu && other < nr_cpu_ids &&
+		    !preempt_blocker(p, tctx, other)) {
+			if (!have_vtime)
+				vtime = task_queue_vtime(p, cpu, enq_flags,
+							 queue_dsq_of(p, cpu));
+			if (running_past(other, vtime)) {
+				blocker = 0;
+				cpu = other;
+			}
+		}
+	}
+	if (blocker) {
+		stat_inc(blocker);
 		return false;
+	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns,
 			   enq_flags | SCX_ENQ_PREEMPT);
 	stat_inc(STAT_WAKE_PREEMPTS);

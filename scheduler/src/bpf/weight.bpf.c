@@ -430,8 +430,8 @@ static s32 idle_queues_init(void)
 
 /*
  * ops.enqueue: queue @p, on @cpu, on its LLC's idle-cgroup queue if one of
- * its cgroups has cpu.idle (pinned tasks stay on their CPU's queue). True if
- * queued there.
+ * its cgroups has cpu.idle (pinned tasks stay on their CPU's queue, exempt
+ * ones, task_exempt_from_limits(), on their shard). True if queued there.
  */
 static __always_inline bool idle_cgroup_queue(struct task_struct *p,
 					      struct task_ctx *tctx, s32 cpu,
@@ -439,7 +439,8 @@ static __always_inline bool idle_cgroup_queue(struct task_struct *p,
 {
 	u32 llc = llc_of(cpu);
 
-	if (!tctx->in_idle_cgroup || task_is_pinned(p))
+	if (!tctx->in_idle_cgroup || task_is_pinned(p) ||
+	    task_exempt_from_limits(p))
 		return false;
 	scx_bpf_dsq_insert_vtime(p, idle_dsq_id(llc), slice_ns,
 				 task_queue_vtime(p, cpu, enq_flags, 0),
@@ -517,12 +518,12 @@ static __always_inline bool prev_in_idle_cgroup(struct task_struct *prev)
  * At a tick: @p, of an idle cgroup, gives up its CPU if a task waits on the
  * CPU's shard, or one waits that only another LLC can take (the overload
  * flag: dispatch then steals it; SCHED_IDLE: others first), unless it is
- * exiting. Known from its last charge.
+ * exempt (task_exempt_from_limits()). Known from its last charge.
  */
 static __always_inline void idle_cgroup_tick(struct task_struct *p,
 					     struct task_ctx *tctx, s32 cpu)
 {
-	if (!tctx->in_idle_cgroup || task_exiting(p) ||
+	if (!tctx->in_idle_cgroup || task_exempt_from_limits(p) ||
 	    !(cpu_has_waiters(cpu) || overload_up()))
 		return;
 	p->scx.slice = 0;

@@ -215,6 +215,7 @@ mod tests {
             [
                 "cpu_queue_max",
                 "idle_waiting_max_us",
+                "bw_overdraft_max_us",
                 "bw_parked_max_us",
                 "wait_max_us"
             ]

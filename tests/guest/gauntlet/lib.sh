@@ -67,7 +67,7 @@ g_stop() {
     r state_after "$(cat $SCX/state)"
     # the last lines; after an ejection, the kernel's dump of what was runnable where
     local lines=5
-    grep -q 'ejected by the kernel' $MOSAIC_LOG && lines=400
+    grep -q 'ejected by the kernel' $MOSAIC_LOG && lines=5000
     grep -v '^mosaic ' $MOSAIC_LOG | tail -n $lines | sed "s/^/[$CELL scx_mosaic] /"
     [ -f /tmp/g.$CELL.json ] && report_json $CELL /tmp/g.$CELL.json
 }
