@@ -335,12 +335,23 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left, bool *last)
 	return false;
 }
 
-/* Whether slot @slot's cgroup is throttled now. */
+/*
+ * Whether slot @slot's cgroup holds its tasks back on this CPU now: it is
+ * throttled and this CPU has none of this period's budget left for it. A
+ * budget borrowed before another CPU ran the pool dry is still spent here
+ * (as the kernel's cfs_rq spends its runtime), else it would expire unused.
+ */
 static __always_inline bool bw_is_throttled(u32 slot)
 {
+	u32 idx = slot & (BW_BUDGETS_PER_CPU - 1);
 	struct bw_cgroup *s = bw_slot(slot);
+	struct bw_budget *b;
 
-	return s && s->throttled_at;
+	if (!s || !s->throttled_at)
+		return false;
+	b = bpf_map_lookup_elem(&bw_budgets, &idx);
+	return !b || b->slot != slot + 1 || b->gen != s->gen ||
+	       b->budget_ns <= 0;
 }
 
 /*
