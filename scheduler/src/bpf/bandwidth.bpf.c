@@ -265,12 +265,19 @@ static __always_inline void bw_budget_return(struct bw_budget *b)
 	stat_inc(STAT_BW_BUDGET_RETURNS);
 }
 
+/* This CPU's budget entry that slot @slot maps to (it may hold another's). */
+static __always_inline struct bw_budget *bw_budget_entry(u32 slot)
+{
+	u32 idx = slot & (BW_BUDGETS_PER_CPU - 1);
+
+	return bpf_map_lookup_elem(&bw_budgets, &idx);
+}
+
 /* This CPU's budget entry for slot @slot, taken over from another slot's. */
 static __always_inline struct bw_budget *bw_budget_of(u32 slot,
 						      struct bw_cgroup *s)
 {
-	u32 idx = slot & (BW_BUDGETS_PER_CPU - 1);
-	struct bw_budget *b = bpf_map_lookup_elem(&bw_budgets, &idx);
+	struct bw_budget *b = bw_budget_entry(slot);
 
 	if (!b || b->slot == slot + 1)
 		return b;
@@ -343,13 +350,12 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left, bool *last)
  */
 static __always_inline bool bw_is_throttled(u32 slot)
 {
-	u32 idx = slot & (BW_BUDGETS_PER_CPU - 1);
 	struct bw_cgroup *s = bw_slot(slot);
 	struct bw_budget *b;
 
 	if (!s || !s->throttled_at)
 		return false;
-	b = bpf_map_lookup_elem(&bw_budgets, &idx);
+	b = bw_budget_entry(slot);
 	return !b || b->slot != slot + 1 || b->gen != s->gen ||
 	       b->budget_ns <= 0;
 }
