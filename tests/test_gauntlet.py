@@ -1,6 +1,7 @@
 """The reliability gauntlet's fast subset (`tests/gauntlet/run.py --quick`): the default
-kernel, two topologies, four or five stressor cells each, one boot per topology. The whole matrix
-is `make gauntlet`; docs/reliability.md describes the cells and their checks."""
+kernel on two topologies, four or five stressor cells each, and the cpumax cell on each older
+kernel; one boot per (kernel, topology). The whole matrix is `make gauntlet`;
+docs/reliability.md describes the cells and their checks."""
 
 import pytest
 
@@ -11,22 +12,23 @@ pytestmark = pytest.mark.vm
 _rows = {}
 
 
-def row(topo):
-    """The judged cells of @topo's boot (booted once, on first use)."""
-    if topo not in _rows:
-        stressors = dict(gauntlet.QUICK)[topo]
+def row(kernel, topo):
+    """The judged cells of @kernel's @topo boot (booted once, on first use)."""
+    if (kernel, topo) not in _rows:
+        [stressors] = [s for k, t, s in gauntlet.QUICK if (k, t) == (kernel, topo)]
         log_dir = gauntlet.REPO / "target/gauntlet/quick"
         log_dir.mkdir(parents=True, exist_ok=True)
-        [r] = gauntlet.run_matrix([(gauntlet.DEFAULT_KERNEL, topo, stressors)], 10, log_dir,
+        [r] = gauntlet.run_matrix([(kernel, topo, stressors)], 10, log_dir,
                                   env=gauntlet.QUICK_ENV)
-        _rows[topo] = {c["cell"]: c for c in r["cells"]}
-    return _rows[topo]
+        _rows[kernel, topo] = {c["cell"]: c for c in r["cells"]}
+    return _rows[kernel, topo]
 
 
-@pytest.mark.parametrize("topo,cell", [(t, c) for t, cells in gauntlet.QUICK for c in cells],
-                         ids=lambda x: x)
-def test_gauntlet_cell(topo, cell):
-    c = row(topo)[cell]
+@pytest.mark.parametrize("kernel,topo,cell",
+                         [(k, t, c) for k, t, cells in gauntlet.QUICK for c in cells],
+                         ids=lambda x: x.removesuffix("+deb13-cloud-amd64"))
+def test_gauntlet_cell(kernel, topo, cell):
+    c = row(kernel, topo)[cell]
     assert c["status"] == "ok", f"{topo} {cell}: " + "; ".join(c["problems"])
     # the longest runnable wait is bounded per cell (judge() fails the cell above it)
     if cell != "sigkill":
@@ -34,6 +36,6 @@ def test_gauntlet_cell(topo, cell):
         assert isinstance(c["wait_bound_us"], int), c
     if cell == "cpumax":
         assert isinstance(c["parked_max_us"], int) and c["parked_max_us"] > 0, c
-    print(f"{topo} {cell}: wait_max_us {c['wait_max_us']} (bound {c.get('wait_bound_us')}), "
-          f"parked_max_us {c.get('parked_max_us', '-')} (bound {c.get('park_bound_us', '-')}), "
+    print(f"{kernel} {topo} {cell}: wait_max_us {c['wait_max_us']} "
+          f"(bound {c.get('wait_bound_us')}), parked_max_us {c.get('parked_max_us', '-')} (bound {c.get('park_bound_us', '-')}), "
           f"idle_waiting_max_us {c['idle_wait_us']} (TCG, noisy)")

@@ -265,12 +265,19 @@ static __always_inline void bw_budget_return(struct bw_budget *b)
 	stat_inc(STAT_BW_BUDGET_RETURNS);
 }
 
+/* This CPU's budget entry that slot @slot maps to (it may hold another's). */
+static __always_inline struct bw_budget *bw_budget_entry(u32 slot)
+{
+	u32 idx = slot & (BW_BUDGETS_PER_CPU - 1);
+
+	return bpf_map_lookup_elem(&bw_budgets, &idx);
+}
+
 /* This CPU's budget entry for slot @slot, taken over from another slot's. */
 static __always_inline struct bw_budget *bw_budget_of(u32 slot,
 						      struct bw_cgroup *s)
 {
-	u32 idx = slot & (BW_BUDGETS_PER_CPU - 1);
-	struct bw_budget *b = bpf_map_lookup_elem(&bw_budgets, &idx);
+	struct bw_budget *b = bw_budget_entry(slot);
 
 	if (!b || b->slot == slot + 1)
 		return b;
@@ -335,30 +342,43 @@ static __always_inline bool bw_consume(u32 slot, u64 ran, s64 *left, bool *last)
 	return false;
 }
 
-/* Whether slot @slot's cgroup is throttled now. */
+/*
+ * Whether slot @slot's cgroup holds its tasks back on this CPU now: it is
+ * throttled and this CPU has none of this period's budget left for it. A
+ * budget borrowed before another CPU ran the pool dry is still spent here
+ * (as the kernel's cfs_rq spends its runtime), else it would expire unused.
+ */
 static __always_inline bool bw_is_throttled(u32 slot)
 {
 	struct bw_cgroup *s = bw_slot(slot);
+	struct bw_budget *b;
 
-	return s && s->throttled_at;
+	if (!s || !s->throttled_at)
+		return false;
+	b = bw_budget_entry(slot);
+	return !b || b->slot != slot + 1 || b->gen != s->gen ||
+	       b->budget_ns <= 0;
 }
 
 /*
- * Walk up from @tctx's cgroup. Charge @ran to every limited level (if
- * @charge), cap *@slice at the smallest budget left and *@end at the
- * smallest last budget of a level (bw_consume()); return the slot of the
- * highest throttled level, or -1 if none is.
+ * Walk up from cgroup @wcg. Charge @ran to every limited level (if @charge),
+ * cap *@slice at the smallest budget left and *@end at the smallest last
+ * budget of a level (bw_consume()); return the slot of the highest throttled
+ * level, or -1 if none is. A global function: the verifier checks it once
+ * (inlined into ops.running, the loop's states went past the 1M-instruction
+ * limit of kernel 6.19's verifier).
  */
-static __always_inline s32 bw_walk(struct task_ctx *tctx, u64 ran, bool charge,
-				   u64 *slice, u64 *end)
+__noinline s32 bw_walk(u64 wcg, u64 ran, bool charge, u64 *slice, u64 *end)
 {
-	u64 id = tctx->wcg;
+	u64 id = wcg;
 	struct cg_node *cg;
 	s32 throttled = -1;
 	bool last;
 	u32 i, slot;
 	s64 left;
 
+	if (!slice || !end)
+		return -1;
 	bpf_for (i, 0, MAX_CGROUP_DEPTH) {
 		cg = id ? bpf_map_lookup_elem(&cg_nodes, &id) : NULL;
 		if (!cg || !cg->level)
@@ -394,7 +414,7 @@ static __always_inline s32 bw_throttled_slot(struct task_struct *p,
 
 	if (!bw_nr_limited || !tctx || !tctx->wcg)
 		return -1;
-	slot = bw_walk(tctx, 0, false, &slice, &end);
+	slot = bw_walk(tctx->wcg, 0, false, &slice, &end);
 	if (slot >= 0 && task_exempt_from_limits(p)) {
 		stat_inc(STAT_BW_PARK_EXEMPT);
 		return -1;
@@ -416,7 +436,7 @@ bw_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran, bool running)
 
 	if (!bw_nr_limited || !tctx->wcg)
 		return false;
-	if (bw_walk(tctx, ran, true, &slice, &end) >= 0)
+	if (bw_walk(tctx->wcg, ran, true, &slice, &end) >= 0)
 		return !task_exempt_from_limits(p);
 	if (!running)
 		return false;
@@ -994,7 +1014,7 @@ int BPF_PROG(bw_signal, int sig, struct kernel_siginfo *info,
 	tctx = task_ctx_of(task);
 	if (!tctx || !tctx->wcg)
 		return 0;
-	slot = bw_walk(tctx, 0, false, &slice, &end);
+	slot = bw_walk(tctx->wcg, 0, false, &slice, &end);
 	if (slot < 0 || !(s = bw_slot(slot)) || !bw_nr_parked(s->cgid))
 		return 0;
 	if (!__sync_val_compare_and_swap(&s->in_reap, 0, 1))
