@@ -30,6 +30,9 @@ enum mosaic_limits {
 	 * lowest here - shorter walks pull more tasks off other runqueues,
 	 * longer ones take a DSQ lock per step (docs/bench/analysis.md) */
 	SAME_RQ_LOOK_AHEAD = 16,
+	/* CPUs of one shard its waiter index covers (--shared-runq-design
+	 * seed: one bit each in a u64, shard.bpf.c) */
+	SHARD_INDEX_BITS = 64,
 	/* CPUs of its partition a task outside it looks at for a swap */
 	GROUP_SWAP_PROBES = 8,
 	/* cgroups tracked (cpu.weight, cpu.idle, cpu.max: a map allocated as
@@ -163,8 +166,8 @@ enum mosaic_stat {
 				    idle took the waiter of a busy CPU of a
 				    sibling shard of its LLC */
 	STAT_SEED_SKIPS_IDLE,	 /* --shared-runq-design seed: the index named a
-				    CPU    that is idle (it runs its own waiter next):
-				    passed over */
+				    CPU    that is idle (it runs its own waiter
+				    next):    passed over */
 	STAT_SEED_INDEX_STALE,	 /* --shared-runq-design seed: the index named a
 				    CPU with no waiter to give, its bit was
 				    cleared */
