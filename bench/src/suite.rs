@@ -373,6 +373,18 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic("--no-shared-runq"),
         default: true,
     },
+    // Seed 000 as the seed built it: tasks on their CPU's queue, the shards index the waiters.
+    Sched {
+        label: "mosaic-seed-srq",
+        kind: Kind::Mosaic("--shared-runq-design=seed"),
+        default: false,
+    },
+    // Mosaic's shard design named explicitly (the shard is a waking task's queue).
+    Sched {
+        label: "mosaic-shard-srq",
+        kind: Kind::Mosaic("--shared-runq-design=shard"),
+        default: false,
+    },
     // In a VM's guest (the bench's VM included) --same-rq-pull's auto is on: this is its A/B.
     Sched {
         label: "mosaic-same-rq-off",
