@@ -8,7 +8,8 @@
 //! `sched` (flags -> scx_mosaic's tunables, the loader's part), `machine` (presets),
 //! `cost` (every cost, one place), `workload` (task behaviour), `group` (the
 //! group balancer's settle loop around group.rs's policy), `cli`,
-//! `report` (the seed A/B report) and `trace` (--trace's Perfetto file).
+//! `report` (the seed A/B report), `design` (its evidence for the
+//! shared-runqueue default) and `trace` (--trace's Perfetto file).
 
 // The kfuncs are FFI entry points taking the scheduler's raw pointers.
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::missing_safety_doc)]
@@ -24,6 +25,7 @@ pub mod intf {
 
 pub mod cli;
 pub mod cost;
+pub mod design;
 pub mod engine;
 pub mod ffi;
 pub mod fidelity;

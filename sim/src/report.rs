@@ -554,7 +554,7 @@ const CLAIMS: &[Claim] = &[
 /// drawn from its RNG seed in [1 - this, 1 + this] (cost.rs step_jitter):
 /// without it the seed reaches only bpf_get_prandom_u32() and most rows
 /// would run the same trajectory for every seed.
-const STEP_JITTER: f64 = 0.05;
+pub(crate) const STEP_JITTER: f64 = 0.05;
 
 /// One simulation: claim @claim, run @run, side @on.
 #[derive(Clone, Copy)]
@@ -599,7 +599,7 @@ fn job_args(o: &ReportOptions, job: Job, out: &Path) -> Vec<String> {
 }
 
 /// Runs @exe with @args, writing @out; the JSON, or why not.
-fn run_sim(exe: &Path, args: &[String], out: &Path) -> Result<Value> {
+pub(crate) fn run_sim(exe: &Path, args: &[String], out: &Path) -> Result<Value> {
     let st = Command::new(exe)
         .args(args)
         .output()
@@ -949,6 +949,8 @@ fn render(
     writeln!(md, "## Counters behind each row\n\n{details}")?;
     if !o.claims_only {
         bpf_work_section(&mut md, exe, dir, o.base_seed)?;
+        let cells = crate::design::run(exe, dir, o.jobs, o.base_seed)?;
+        crate::design::section(&mut md, &cells)?;
         crate::fidelity::section(&mut md, exe, dir, &o.vm_counters, o.base_seed)?;
     }
     why_section(&mut md, outcomes)?;

@@ -1,0 +1,224 @@
+//! The seed report's evidence for scx_mosaic's shared-runqueue default: on
+//! every machine of the simulator, seed 000's two designs (the seed's own,
+//! and Mosaic's shard queues) against per-CPU queues with the kernel-like
+//! newidle balance, as paired runs with an interval. The text that states the
+//! rule is built from the same numbers.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::stats::{self, Spread};
+
+/// Machines of the comparison: the VM presets the bench runs, the seed's
+/// three, and the large ones.
+pub const MACHINES: [&str; 11] = [
+    "1llc",
+    "2llc-smt",
+    "2node",
+    "16cpu",
+    "ryzen-7950x",
+    "skylake-18c",
+    "milan-72",
+    "epyc-9654x2",
+    "epyc-9654x2-smt",
+    "xeon-4s",
+    "arm64-128",
+];
+/// The seed's two workloads (its hackbench and its netperf UDP_RR), scaled
+/// as the seed rows scale them.
+pub const WORKLOADS: [&str; 2] = ["hackbench:loops=100", "rr:clients=128,loops=150"];
+/// The sides: the baseline, then each design.
+pub const SIDES: [(&str, &str); 3] = [
+    ("per-CPU queues", "--no-shared-runq"),
+    ("seed's design", "--shared-runq-design=seed"),
+    ("shard design", "--shared-runq-design=shard"),
+];
+/// Paired runs per side and cell.
+pub const RUNS: usize = 16;
+
+/// One cell's result: the change of each design against the baseline, in %
+/// (positive: the design is faster).
+pub struct Cell {
+    pub machine: &'static str,
+    pub workload: &'static str,
+    pub llc_cpus: usize,
+    pub seed: Spread,
+    pub shard: Spread,
+}
+
+/// Where a change's interval lies.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Side {
+    Faster,
+    Slower,
+    Tie,
+}
+
+/// Where @s's interval lies against zero.
+pub fn side_of(s: &Spread) -> Side {
+    if s.lo > 0.0 {
+        Side::Faster
+    } else if s.hi < 0.0 {
+        Side::Slower
+    } else {
+        Side::Tie
+    }
+}
+
+/// The metric of @workload's runs, larger-is-better made into a change.
+fn change(workload: &str, base: &Value, design: &Value) -> f64 {
+    if workload.starts_with("rr:") {
+        let t = |v: &Value| v["workload"]["tps"].as_f64().unwrap_or(f64::NAN);
+        (t(design) - t(base)) / t(base) * 100.0
+    } else {
+        let t = |v: &Value| v["completion_time_s"].as_f64().unwrap_or(f64::NAN);
+        (t(base) - t(design)) / t(base) * 100.0
+    }
+}
+
+/// Runs every cell (@jobs simulations at once, RNG seeds @base_seed on).
+pub fn run(exe: &Path, dir: &Path, jobs: usize, base_seed: u64) -> Result<Vec<Cell>> {
+    let mut list = Vec::new();
+    for m in MACHINES {
+        for w in WORKLOADS {
+            for r in 0..RUNS {
+                for (side, _) in SIDES.iter().enumerate() {
+                    list.push((m, w, r, side));
+                }
+            }
+        }
+    }
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<Result<Value>>>> =
+        Mutex::new((0..list.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(m, w, r, side)) = list.get(i) else {
+                    break;
+                };
+                let json = dir.join(format!("design-{i}.json"));
+                let args: Vec<String> = [
+                    "--machine",
+                    m,
+                    "--workload",
+                    w,
+                    "--seed",
+                    &(base_seed + r as u64).to_string(),
+                    "--json",
+                    &json.display().to_string(),
+                    &format!("--sched-arg={}", SIDES[side].1),
+                    "--cost",
+                    &format!("step_jitter={}", crate::report::STEP_JITTER),
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                let v = crate::report::run_sim(exe, &args, &json);
+                out.lock().unwrap()[i] = Some(v);
+            });
+        }
+    });
+    let mut results = out.into_inner().unwrap().into_iter();
+    let mut cells = Vec::new();
+    for m in MACHINES {
+        let machine = crate::machine::Machine::preset(m)?;
+        let llc_cpus = machine.nr_cpus() / machine.topo.llcs.len().max(1);
+        for w in WORKLOADS {
+            let mut runs: Vec<[Value; 3]> = Vec::new();
+            for _ in 0..RUNS {
+                let mut one = [Value::Null, Value::Null, Value::Null];
+                for v in one.iter_mut() {
+                    *v = results
+                        .next()
+                        .context("one result per run")?
+                        .context("no result")?
+                        .with_context(|| format!("{m} {w}"))?;
+                }
+                runs.push(one);
+            }
+            let spread_of = |d: usize| {
+                stats::spread(
+                    &runs
+                        .iter()
+                        .map(|r| change(w, &r[0], &r[d]))
+                        .collect::<Vec<_>>(),
+                )
+            };
+            cells.push(Cell {
+                machine: m,
+                workload: w,
+                llc_cpus,
+                seed: spread_of(1),
+                shard: spread_of(2),
+            });
+        }
+    }
+    Ok(cells)
+}
+
+/// "+1.2 % [+0.3, +2.0]"
+fn cell_text(s: &Spread) -> String {
+    format!("{:+.1} % [{:+.1}, {:+.1}]", s.median, s.lo, s.hi)
+}
+
+/// Counts of (faster, tie, slower) cells of one design.
+pub fn tally(cells: &[Cell], pick: fn(&Cell) -> &Spread) -> (usize, usize, usize) {
+    let n = |want: Side| cells.iter().filter(|c| side_of(pick(c)) == want).count();
+    (n(Side::Faster), n(Side::Tie), n(Side::Slower))
+}
+
+/// The section of the report.
+pub fn section(md: &mut String, cells: &[Cell]) -> Result<()> {
+    writeln!(
+        md,
+        "\n## Which design the default picks\n\nSeed 000's two designs against per-CPU queues with the \
+         kernel-like newidle balance (`{}`), on every machine of the simulator, under the seed's two \
+         workloads scaled as its rows are: {RUNS} paired runs per side (RNG seeds as the rows', step \
+         jitter as theirs), the median change and its 95 % interval; positive: the design is faster \
+         (hackbench time, UDP_RR transactions/s).\n\n| machine | CPUs per LLC | workload | {} | {} |\n|---|---|---|---|---|",
+        SIDES[0].1, SIDES[1].0, SIDES[2].0
+    )?;
+    for c in cells {
+        writeln!(
+            md,
+            "| `{}` | {} | `{}` | {} | {} |",
+            c.machine,
+            c.llc_cpus,
+            c.workload,
+            cell_text(&c.seed),
+            cell_text(&c.shard)
+        )?;
+    }
+    let (sf, st, ss) = tally(cells, |c| &c.seed);
+    let (hf, ht, hs) = tally(cells, |c| &c.shard);
+    let wins: Vec<String> = cells
+        .iter()
+        .filter(|c| side_of(&c.shard) == Side::Faster)
+        .map(|c| {
+            format!(
+                "`{}` {}",
+                c.machine,
+                c.workload.split(':').next().unwrap_or("")
+            )
+        })
+        .collect();
+    writeln!(
+        md,
+        "\nOf {} cells, the seed's design is faster in {sf}, no different in {st} and slower in {ss}; \
+         the shard design faster in {hf} ({}), no different in {ht} and slower in {hs}.\n",
+        cells.len(),
+        if wins.is_empty() {
+            "none".to_string()
+        } else {
+            wins.join(", ")
+        },
+    )?;
+    Ok(())
+}
