@@ -64,7 +64,7 @@ def test_bpf_costs_are_measured(lifecycle):
 
 @pytest.mark.vm
 def test_sibling_shards_are_pulled_on_2llc_smt():
-    g = run_guest("2llc-smt", "foundation/hackbench.sh", "--shard-size 2", 100)
+    g = run_guest("2llc-smt", "foundation/hackbench.sh", "--shared-runq=shard --shard-size 2", 100)
     s = checked_stats(g, "stats")
     assert s["exit"]["kind_name"] == "unregistered"
     # 2 LLCs of 4 CPUs, shards of one SMT core each
@@ -79,7 +79,8 @@ def test_sibling_shards_are_pulled_on_2llc_smt():
 
 @pytest.mark.vm
 def test_no_shared_runq_never_touches_shards():
-    g = run_guest("1llc", "foundation/hackbench.sh", "--no-shared-runq", 50)
+    # --no-shared-runq overrides a shared runqueue asked for before it
+    g = run_guest("1llc", "foundation/hackbench.sh", "--shared-runq=seed --no-shared-runq", 50)
     s = checked_stats(g, "stats")
     assert s["shard_enqueues"] == 0 and s["shard_pulls_sibling"] == 0
     assert s["shard_pulls_same_rq"] == 0 and s["shard_pulls_remote_rq"] == 0
@@ -87,6 +88,19 @@ def test_no_shared_runq_never_touches_shards():
     # seed 000's baseline is the kernel's newidle balance: CPUs about to idle pull from the
     # busiest CPU queue of the LLC (1llc: never from another LLC)
     assert s["newidle_pulls"] > 0 and s["newidle_pulls_remote"] == 0, s
+
+
+@pytest.mark.vm
+def test_the_seeds_design_pulls_through_its_index_on_2llc_smt():
+    g = run_guest("2llc-smt", "foundation/hackbench.sh", "--shared-runq=seed", 100)
+    s = checked_stats(g, "stats")
+    assert s["exit"]["kind_name"] == "unregistered"
+    # tasks wait on their CPU's own queue; the shards only index the CPUs with waiters, and
+    # a CPU about to idle pulls a busy CPU's waiter through that index
+    assert s["shard_enqueues"] == 0 and s["cpu_enqueues"] > 0, s
+    assert s["seed_index_sets"] > 0 and s["seed_pulls_own"] > 0, s
+    # the index takes the LLC's pulls: the newidle balance starts above the LLC
+    assert s["newidle_pulls"] == 0, s
 
 
 @pytest.mark.vm

@@ -716,9 +716,9 @@ fn analysis(svg_dir: &Path) -> Option<String> {
 const ANALYSIS_FILE: &str = "analysis.md";
 
 /// Plot colours, 0xRRGGBB, in SCHEDS order (the last also for unknown names).
-const COLORS: [u32; 16] = [
+const COLORS: [u32; 17] = [
     0x787878, 0xd62728, 0xff9896, 0xe377c2, 0xf7b6d2, 0xc49c94, 0xffbb78, 0xad494a, 0xe7969c,
-    0x843c39, 0x1f77b4, 0x2ca02c, 0x9467bd, 0x17becf, 0xbcbd22, 0x8c564b,
+    0x843c39, 0x7b4173, 0x1f77b4, 0x2ca02c, 0x9467bd, 0x17becf, 0xbcbd22, 0x8c564b,
 ];
 
 /// A scheduler's colour: grey for EEVDF, reds for Mosaic and its ablations, others for peers.
@@ -923,7 +923,7 @@ mod tests {
             cell("p2dq", 300.0, Some(8.0), None),
             cell("rusty", 100.0, Some(12.0), None),
             cell("lavd", 50.0, Some(1.0), Some("ejected")),
-            cell("mosaic-no-shared-runq", 10.0, Some(1.0), None),
+            cell("mosaic-seed-srq", 10.0, Some(1.0), None),
         ];
         assert_eq!(
             bpf_line(&run, sc, &cs).unwrap(),

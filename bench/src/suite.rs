@@ -368,38 +368,35 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic(""),
         default: true,
     },
+    // Seed 000's A/B against the default (--shared-runq shard: the shard is a waking task's
+    // queue): per-CPU queues with the kernel-like newidle balance (the seed's baseline), and
+    // the seed's own design (tasks on their CPU's queue, the shards index the waiters).
     Sched {
         label: "mosaic-no-shared-runq",
-        kind: Kind::Mosaic("--no-shared-runq"),
+        kind: Kind::Mosaic("--shared-runq=off"),
         default: true,
     },
-    // Seed 000 as the seed built it: tasks on their CPU's queue, the shards index the waiters.
     Sched {
         label: "mosaic-seed-srq",
-        kind: Kind::Mosaic("--shared-runq-design=seed"),
-        default: false,
+        kind: Kind::Mosaic("--shared-runq=seed"),
+        default: true,
     },
-    // Mosaic's shard design named explicitly (the shard is a waking task's queue).
-    Sched {
-        label: "mosaic-shard-srq",
-        kind: Kind::Mosaic("--shared-runq-design=shard"),
-        default: false,
-    },
-    // In a VM's guest (the bench's VM included) --same-rq-pull's auto is on: this is its A/B.
+    // In a VM's guest (the bench's VM included) --same-rq-pull's auto is on: this is its A/B
+    // (it acts with --shared-runq=shard only).
     Sched {
         label: "mosaic-same-rq-off",
-        kind: Kind::Mosaic("--same-rq-pull=off"),
+        kind: Kind::Mosaic("--shared-runq=shard --same-rq-pull=off"),
         default: false,
     },
-    // The shared runqueue's shard size, given explicitly (the default follows the machine's L2s).
+    // The shard design's shard size, given explicitly (the default follows the machine's L2s).
     Sched {
         label: "mosaic-shard-1",
-        kind: Kind::Mosaic("--shard-size 1"),
+        kind: Kind::Mosaic("--shared-runq=shard --shard-size 1"),
         default: false,
     },
     Sched {
         label: "mosaic-shard-2",
-        kind: Kind::Mosaic("--shard-size 2"),
+        kind: Kind::Mosaic("--shared-runq=shard --shard-size 2"),
         default: false,
     },
     Sched {

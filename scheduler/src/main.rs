@@ -253,8 +253,7 @@ struct LoadEnd {
 
 /// What every report adds the current load's counters to: the totals of
 /// the loads before it (restarts), and the layout of the current one.
-struct Totals<'a> {
-    opts: &'a Opts,
+struct Totals {
     started: Instant,
     restarts: u32,
     counters: Counters,
@@ -264,7 +263,7 @@ struct Totals<'a> {
     bandwidth: Vec<stats::BandwidthMetrics>,
 }
 
-impl Totals<'_> {
+impl Totals {
     /// The report: these totals plus @now (a load's counters and BPF costs).
     fn metrics(
         &self,
@@ -280,7 +279,7 @@ impl Totals<'_> {
         let mut m = Metrics::new(&counters, &self.plan.topo, &self.plan.layout);
         m.runtime_s = self.started.elapsed().as_secs_f64();
         m.restarts = self.restarts.into();
-        m.no_shared_runq = Flag(self.opts.no_shared_runq);
+        m.no_shared_runq = Flag(self.plan.tunables.no_shared_runq);
         m.bpf = BpfMetrics::from(&costs[..]);
         if let Some(b) = balancer {
             m.group_balancer = b.metrics();
@@ -370,7 +369,7 @@ fn parse_opts() -> Opts {
 }
 
 /// Prints what the scheduler is about to run on.
-fn print_banner(opts: &Opts, plan: &LoadPlan) {
+fn print_banner(plan: &LoadPlan) {
     let (topo, layout) = (&plan.topo, &plan.layout);
     let lists = |sets: &[Vec<usize>]| {
         let v: Vec<String> = sets.iter().map(|s| cpulist::format(s)).collect();
@@ -384,16 +383,16 @@ fn print_banner(opts: &Opts, plan: &LoadPlan) {
         if topo.smt() { " (SMT)" } else { "" },
         topo.llcs.len(),
         topo.nodes.len(),
-        if opts.no_shared_runq {
-            "per-CPU queues only (--no-shared-runq)".to_string()
+        if plan.tunables.no_shared_runq {
+            "per-CPU queues, the kernel's newidle balance (--shared-runq off)".to_string()
         } else if plan.tunables.seed_runq {
             format!(
-                "per-CPU queues, shards {} index their waiters (--shared-runq-design seed)",
+                "per-CPU queues, shards {} index their waiters (--shared-runq seed)",
                 lists(&layout.shards)
             )
         } else {
             format!(
-                "shards {}{}",
+                "shard queues {} (--shared-runq shard){}",
                 lists(&layout.shards),
                 if plan.tunables.same_rq_pull {
                     " (a task on the CPU's runqueue first)"
@@ -489,7 +488,6 @@ fn run(opts: &Opts) -> Result<i32> {
     // --stats, once attached: printed as --monitor prints them, by a client
     let mut printer = (server.is_some() && opts.stats > 0.0).then_some(socket);
     let mut totals = Totals {
-        opts,
         started: Instant::now(),
         restarts: 0,
         counters: Counters::default(),
@@ -509,7 +507,7 @@ fn run(opts: &Opts) -> Result<i32> {
             }
             Err(e) => return Err(e),
         };
-        print_banner(opts, plan);
+        print_banner(plan);
         log::debug!("load plan: {:?}", plan.tunables);
         outln!(
             "{}",

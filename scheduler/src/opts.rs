@@ -36,9 +36,13 @@ pub enum SameRqPull {
     Off,
 }
 
-/// How the shared runqueue of seed 000 is built (--shared-runq-design).
+/// Seed 000's shared runqueue (--shared-runq).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SharedRunqDesign {
+pub enum SharedRunq {
+    /// None: every task waits on its CPU's own queue; a CPU about to idle
+    /// pulls as the kernel's newidle balance does (seed 000's baseline,
+    /// NO_SHARED_RUNQ).
+    Off,
     /// Each shard is a queue: a task that finds no idle CPU waits on its
     /// LLC's shard, and the first CPU of the shard to free runs it.
     Shard,
@@ -49,7 +53,7 @@ pub enum SharedRunqDesign {
     Seed,
 }
 
-/// Mosaic: a sched_ext CPU scheduler with a sharded per-LLC shared runqueue.
+/// Mosaic: a sched_ext CPU scheduler built from five kernel scheduler proposals.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "scx_mosaic", version = crate::VERSION.as_str(), after_help = EXAMPLES)]
 pub struct Opts {
@@ -58,20 +62,23 @@ pub struct Opts {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=512))]
     pub shard_size: Option<u32>,
 
-    /// Queue every task on its CPU's own queue; a CPU about to idle pulls
-    /// from the busiest queue of its LLC, then of the machine, when a queue
-    /// holds a waiter (the overload flag), its average idle time exceeds the
-    /// migration cost and a domain's last balance cost less than that idle
-    /// time; a busy CPU balances its LLC periodically (seed 000's
-    /// NO_SHARED_RUNQ baseline, the kernel's newidle and periodic balance).
+    /// Seed 000's shared runqueue: shard (default: each shard of an LLC is a
+    /// queue), seed (the seed's design: per-CPU queues whose shards index
+    /// the CPUs with waiters) or off (per-CPU queues; a CPU about to idle
+    /// pulls from the busiest queue of its LLC, then of the machine, when a
+    /// queue holds a waiter (the overload flag), its average idle time
+    /// exceeds the migration cost and a domain's last balance cost less than
+    /// that idle time; a busy CPU balances its LLC periodically: the
+    /// kernel's newidle and periodic balance). Shard is the default: no
+    /// design was faster everywhere, and only shard keeps cpu.weight across
+    /// LLCs and its work per event flat on 192 CPUs (docs/sim-report.md).
+    #[arg(long, value_enum, default_value_t = SharedRunq::Shard, value_name = "DESIGN")]
+    pub shared_runq: SharedRunq,
+
+    /// The same as --shared-runq=off (kept for configuration files that
+    /// name it).
     #[arg(long)]
     pub no_shared_runq: bool,
-
-    /// How the shared runqueue is built: shard (each shard a queue) or seed
-    /// (per-CPU queues, shards index their waiters, as seed 000 built it).
-    /// Ignored with --no-shared-runq.
-    #[arg(long, value_enum, default_value_t = SharedRunqDesign::Shard, value_name = "DESIGN")]
-    pub shared_runq_design: SharedRunqDesign,
 
     /// From its own shard, a CPU takes a task already on its runqueue (of the
     /// first few within a slice of the head's vtime) before the head: auto
@@ -203,6 +210,17 @@ pub struct Opts {
     pub debug_drop_comm: Option<String>,
 }
 
+impl Opts {
+    /// The shared runqueue in effect (--no-shared-runq is --shared-runq=off).
+    pub fn shared_runq(&self) -> SharedRunq {
+        if self.no_shared_runq {
+            SharedRunq::Off
+        } else {
+            self.shared_runq
+        }
+    }
+}
+
 /// A non-negative number of seconds.
 fn parse_interval(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -222,6 +240,23 @@ fn parse_period(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shared_runqueue_is_the_shard_design_unless_asked() {
+        let mode = |argv: &[&str]| Opts::try_parse_from(argv).unwrap().shared_runq();
+        assert_eq!(mode(&["scx_mosaic"]), SharedRunq::Shard);
+        assert_eq!(
+            mode(&["scx_mosaic", "--shared-runq", "seed"]),
+            SharedRunq::Seed
+        );
+        assert_eq!(
+            mode(&["scx_mosaic", "--shared-runq=shard"]),
+            SharedRunq::Shard
+        );
+        let both = ["scx_mosaic", "--shared-runq=shard", "--no-shared-runq"];
+        assert_eq!(mode(&both), SharedRunq::Off);
+        assert!(Opts::try_parse_from(["scx_mosaic", "--shared-runq=on"]).is_err());
+    }
 
     #[test]
     fn nothing_periodic_unless_asked() {

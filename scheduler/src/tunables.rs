@@ -12,7 +12,7 @@
 
 use crate::bpf_intf;
 use crate::group::policy;
-use crate::opts::{SameRqPull, SharedRunqDesign};
+use crate::opts::{SameRqPull, SharedRunq};
 use crate::topology::{ShardLayout, Topology};
 use crate::Opts;
 use anyhow::{bail, Result};
@@ -89,9 +89,9 @@ pub struct Tunables {
     pub smt_enabled: bool,
     /// CPUs differ in capacity.
     pub asym_capacity: bool,
-    /// --no-shared-runq: per-CPU queues only.
+    /// --shared-runq off: per-CPU queues only.
     pub no_shared_runq: bool,
-    /// --shared-runq-design seed (without --no-shared-runq): per-CPU queues
+    /// --shared-runq seed (without --no-shared-runq): per-CPU queues
     /// whose waiters the shards index.
     pub seed_runq: bool,
     /// --same-rq-pull: own-shard pulls prefer a task on the CPU's runqueue.
@@ -213,10 +213,10 @@ impl LoadPlan {
             );
         }
         let index_bits = bpf_intf::mosaic_limits_SHARD_INDEX_BITS as usize;
-        if !opts.no_shared_runq && opts.shared_runq_design == SharedRunqDesign::Seed {
+        if opts.shared_runq() == SharedRunq::Seed {
             if let Some(big) = layout.shards.iter().find(|s| s.len() > index_bits) {
                 bail!(
-                    "--shared-runq-design seed: a shard of {} CPUs; its index holds at most {}: \
+                    "--shared-runq seed: a shard of {} CPUs; its index holds at most {}: \
                      lower --shard-size",
                     big.len(),
                     index_bits
@@ -450,8 +450,8 @@ impl Tunables {
             idle_wait_ns: idle_wait_ns(opts.timeout_ms),
             smt_enabled: topo.smt(),
             asym_capacity: topo.asymmetric(),
-            no_shared_runq: opts.no_shared_runq,
-            seed_runq: !opts.no_shared_runq && opts.shared_runq_design == SharedRunqDesign::Seed,
+            no_shared_runq: opts.shared_runq() == SharedRunq::Off,
+            seed_runq: opts.shared_runq() == SharedRunq::Seed,
             same_rq_pull: match opts.same_rq_pull {
                 SameRqPull::On => true,
                 SameRqPull::Off => false,

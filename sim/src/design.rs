@@ -35,8 +35,8 @@ pub const WORKLOADS: [&str; 2] = ["hackbench:loops=100", "rr:clients=128,loops=1
 /// The sides: the baseline, then each design.
 pub const SIDES: [(&str, &str); 3] = [
     ("per-CPU queues", "--no-shared-runq"),
-    ("seed's design", "--shared-runq-design=seed"),
-    ("shard design", "--shared-runq-design=shard"),
+    ("seed's design", "--shared-runq=seed"),
+    ("shard design", "--shared-runq=shard"),
 ];
 /// Paired runs per side and cell.
 pub const RUNS: usize = 16;
@@ -163,6 +163,60 @@ pub fn run(exe: &Path, dir: &Path, jobs: usize, base_seed: u64) -> Result<Vec<Ce
     Ok(cells)
 }
 
+/// What each design costs beyond speed: its BPF work per callback on the
+/// largest machine over the 8-CPU one (the simulator's bound: 2x), and the
+/// two-cgroup weight split across LLCs (1.0: exact).
+pub struct Costs {
+    pub work_ratio: [f64; 3],
+    pub weight_share: [f64; 3],
+}
+
+/// The machines and workloads of the work ratio, and the weight workload.
+const WORK_SMALL: &str = "2llc-smt";
+const WORK_LARGE: &str = "epyc-9654x2";
+const WORK_LOAD: &str = "hackbench:loops=50";
+const WEIGHT_LOAD: &str = "hogs:counts=8:8,weights=100:100,late_ms=1000,ms=5000";
+
+/// Runs the cost measures of every side (RNG seed @seed).
+pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
+    let one = |i: usize, m: &str, w: &str, side: usize, bare: bool| -> Result<Value> {
+        let json = dir.join(format!("design-cost-{i}-{side}.json"));
+        let mut args: Vec<String> = [
+            "--machine",
+            m,
+            "--workload",
+            w,
+            "--seed",
+            &seed.to_string(),
+            "--json",
+            &json.display().to_string(),
+            &format!("--sched-arg={}", SIDES[side].1),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if bare {
+            args.push(crate::machine::BARE_METAL_SCHED_ARG.to_string());
+        }
+        crate::report::run_sim(exe, &args, &json).with_context(|| format!("{m} {w}"))
+    };
+    let mut c = Costs {
+        work_ratio: [0.0; 3],
+        weight_share: [0.0; 3],
+    };
+    for side in 0..SIDES.len() {
+        let work = |v: &Value| v["bpf_work"]["per_callback"].as_f64().unwrap_or(f64::NAN);
+        let small = work(&one(0, WORK_SMALL, WORK_LOAD, side, true)?);
+        let large = work(&one(1, WORK_LARGE, WORK_LOAD, side, true)?);
+        c.work_ratio[side] = large / small;
+        let hogs = one(2, WORK_SMALL, WEIGHT_LOAD, side, false)?;
+        c.weight_share[side] = hogs["workload"]["share_min_over_max"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+    }
+    Ok(c)
+}
+
 /// "+1.2 % [+0.3, +2.0]"
 fn cell_text(s: &Spread) -> String {
     format!("{:+.1} % [{:+.1}, {:+.1}]", s.median, s.lo, s.hi)
@@ -175,7 +229,7 @@ pub fn tally(cells: &[Cell], pick: fn(&Cell) -> &Spread) -> (usize, usize, usize
 }
 
 /// The section of the report.
-pub fn section(md: &mut String, cells: &[Cell]) -> Result<()> {
+pub fn section(md: &mut String, cells: &[Cell], costs: &Costs) -> Result<()> {
     writeln!(
         md,
         "\n## Which design the default picks\n\nSeed 000's two designs against per-CPU queues with the \
@@ -219,6 +273,26 @@ pub fn section(md: &mut String, cells: &[Cell]) -> Result<()> {
         } else {
             wins.join(", ")
         },
+    )?;
+    let list = |vals: &[f64; 3], unit: &str| {
+        SIDES
+            .iter()
+            .zip(vals)
+            .map(|((name, _), v)| format!("{name} {v:.2}{unit}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    writeln!(
+        md,
+        "Beyond speed: BPF work per callback on `{WORK_LARGE}` ({} CPUs) over `{WORK_SMALL}`'s \
+         under `{WORK_LOAD}` (bare-metal flags; the bound `sim/tests/sim.rs` holds the default to is \
+         2x): {}; the CPU split of two equal cgroups of 8 busy loops on `{WORK_SMALL}`'s two LLCs, \
+         the second started on one LLC (`{WEIGHT_LOAD}`; 1.00: equal): {}. The newidle balance of \
+         per-CPU queues reads every CPU's queue length, as the kernel's walks its domains, and the \
+         balance of cgroup weights across LLCs works on the shards.\n",
+        crate::machine::Machine::preset(WORK_LARGE)?.nr_cpus(),
+        list(&costs.work_ratio, "x"),
+        list(&costs.weight_share, ""),
     )?;
     Ok(())
 }

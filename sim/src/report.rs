@@ -310,10 +310,10 @@ fn note_004(a: &Value, b: &Value) -> String {
 /// the shared runqueue as the seed built it (tasks stay on their CPU's queue,
 /// the shards index the waiters). The rows name no flag themselves.
 const SHARED_RUNQ_OFF: &[&str] = &["--no-shared-runq"];
-const SHARED_RUNQ_ON: &[&str] = &["--shared-runq-design=seed"];
+const SHARED_RUNQ_ON: &[&str] = &["--shared-runq=seed"];
 /// Mosaic's own shard design (the shard is a waking task's queue), the
 /// variant rows' "on" side.
-const SHARD_DESIGN_ON: &[&str] = &["--shared-runq-design=shard"];
+const SHARD_DESIGN_ON: &[&str] = &["--shared-runq=shard"];
 
 /// A seed-000 row: the shared runqueue off vs on, note_000's counters.
 const fn shared_runq(
@@ -524,12 +524,13 @@ const CLAIMS: &[Claim] = &[
         machine: "xeon-4s",
         workload: "rr:clients=96,loops=500,sync=0,server_ns=100000,hogs=128,hog_us=3000,hog_every_us=20000",
         off: &["--no-overload-gate"],
+        common: &["--shared-runq=shard"],
         costs: &["balance_scan_ns=130000"],
         metric: Metric::SkippedPct,
         also: Some(Metric::Tps),
         seed_numbers: (0.0, 75.0),
         seed_text: "75% of idle balance attempts eliminated; a full balance cost 0.13 ms against 0.1 ms of work per request",
-        scaling: "client/server pairs for half the CPUs (the seed's server busy on half of them), the seed's 0.1 ms of server work per request (server_ns), wakeups without WF_SYNC (the seed's clients send from the network); busy loops (hogs) wake together every hog_every_us for hog_us, so tasks wait now and then and the flag rises and falls, chosen before any run and not tuned to the result; every balance attempt not skipped costs the seed's measured 0.13 ms (--cost balance_scan_ns: an input from the seed, not fitted)",
+        scaling: "client/server pairs for half the CPUs (the seed's server busy on half of them), the seed's 0.1 ms of server work per request (server_ns), wakeups without WF_SYNC (the seed's clients send from the network); busy loops (hogs) wake together every hog_every_us for hog_us, so tasks wait now and then and the flag rises and falls, chosen before any run and not tuned to the result; every balance attempt not skipped costs the seed's measured 0.13 ms (--cost balance_scan_ns: an input from the seed, not fitted); both sides --shared-runq=shard, whose cross-LLC steal scans are the idle balance the gate skips and counts one by one (with the default per-CPU queues it skips the newidle balance: newidle_skips_overload)",
         note: note_003,
         why: "",
         ..CLAIM
@@ -950,7 +951,8 @@ fn render(
     if !o.claims_only {
         bpf_work_section(&mut md, exe, dir, o.base_seed)?;
         let cells = crate::design::run(exe, dir, o.jobs, o.base_seed)?;
-        crate::design::section(&mut md, &cells)?;
+        let costs = crate::design::costs(exe, dir, o.base_seed)?;
+        crate::design::section(&mut md, &cells, &costs)?;
         crate::fidelity::section(&mut md, exe, dir, &o.vm_counters, o.base_seed)?;
     }
     why_section(&mut md, outcomes)?;

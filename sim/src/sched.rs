@@ -215,7 +215,9 @@ mod tests {
             "shard-size" => (vec![], Some("4")),
             // 16cpu is one of vm/run's presets, a guest: auto is on there
             "same-rq-pull" => (vec![], Some("off")),
-            "shared-runq-design" => (vec![], Some("seed")),
+            "shared-runq" => (vec![], Some("seed")),
+            // it overrides a design asked for
+            "no-shared-runq" => (vec!["--shared-runq=shard"], None),
             "overload-scan-us" => (vec![], Some("500")),
             "gb-parent" => (vec![], Some("sim")),
             "gb-partitions" => (gb, Some("0-3;4-15")),

@@ -49,6 +49,8 @@ fn bursts_raise_and_clear_the_flag_and_skipped_balances_show_in_tps_seed_003() {
         "rr:clients=96,loops=200,sync=0,server_ns=100000,hogs=128,hog_us=3000,hog_every_us=8000",
         "--cost",
         "balance_scan_ns=130000",
+        // the shard design's steal scans are the balance attempts the gate counts
+        "--sched-arg=--shared-runq=shard",
     ];
     let on = sim("gate-on", &base);
     let mut off_args = base.to_vec();

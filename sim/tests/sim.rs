@@ -37,7 +37,7 @@ fn invariants_hold_on_every_workload_and_vm_topology() {
             "memgroups:groups=3,threads=3,work_ms=3",
             "schbench:requests=50,workers=4",
         ] {
-            for flags in [&[][..], &["--sched-arg=--no-shared-runq"][..]] {
+            for flags in [&[][..], &["--sched-arg=--shared-runq=shard"][..]] {
                 let mut args = vec!["--machine", m, "--workload", w];
                 args.extend_from_slice(flags);
                 let (ok, j) = sim("inv", &args);
@@ -57,9 +57,11 @@ fn shared_runqueue_counters_move_on_seed_000_scenario() {
         "--workload",
         "hackbench:loops=30",
     ];
-    let (ok_on, on) = sim("srq-on", &base);
+    let mut on_args = base.to_vec();
+    on_args.push("--sched-arg=--shared-runq=shard");
+    let (ok_on, on) = sim("srq-on", &on_args);
     let mut off_args = base.to_vec();
-    off_args.push("--sched-arg=--no-shared-runq");
+    off_args.push("--sched-arg=--shared-runq=off");
     let (ok_off, off) = sim("srq-off", &off_args);
     assert!(ok_on && ok_off);
     let c = |j: &Value, k: &str| j["counters"][k].as_u64().unwrap();
@@ -80,7 +82,7 @@ fn shared_runqueue_counters_move_on_seed_000_scenario() {
     // index; a CPU about to idle pulls through the index, and the LLC pass of
     // newidle balance is skipped (the seed starts above the LLC)
     let mut seed_args = base.to_vec();
-    seed_args.push("--sched-arg=--shared-runq-design=seed");
+    seed_args.push("--sched-arg=--shared-runq=seed");
     let (ok_seed, seed) = sim("srq-seed", &seed_args);
     assert!(ok_seed);
     assert_eq!(c(&seed, "shard_enqueues"), 0);
@@ -411,6 +413,7 @@ fn sibling_pulls_keep_the_llc_vtime_order_with_many_shards() {
             "--workload",
             w,
             "--sched-arg=--shard-size=1",
+            "--sched-arg=--shared-runq=shard",
         ],
     );
     assert!(ok, "{}", j["invariants"]);

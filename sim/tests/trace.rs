@@ -80,6 +80,7 @@ fn the_trace_is_well_formed_and_agrees_with_the_run() {
             "2llc-smt",
             "--workload",
             "hackbench:groups=2,loops=30",
+            "--sched-arg=--shared-runq=shard",
         ],
         &[],
     );
@@ -170,7 +171,7 @@ fn the_trace_is_well_formed_and_agrees_with_the_run() {
         "slices that start a migration"
     );
 
-    // placements name the scheduler's counters: the shard's, on this machine
+    // placements name the scheduler's counters: the shard design's here
     let named_by = |c: &str| {
         slices
             .iter()

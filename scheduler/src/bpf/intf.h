@@ -30,7 +30,7 @@ enum mosaic_limits {
 	 * lowest here - shorter walks pull more tasks off other runqueues,
 	 * longer ones take a DSQ lock per step (docs/bench/analysis.md) */
 	SAME_RQ_LOOK_AHEAD = 16,
-	/* CPUs of one shard its waiter index covers (--shared-runq-design
+	/* CPUs of one shard its waiter index covers (--shared-runq
 	 * seed: one bit each in a u64, shard.bpf.c) */
 	SHARD_INDEX_BITS = 64,
 	/* CPUs of its partition a task outside it looks at for a swap */
@@ -156,23 +156,23 @@ enum mosaic_stat {
 	STAT_CPU_ENQUEUES,	    /* task queued on a per-CPU queue */
 	STAT_CPU_PULLS,		    /* CPU took a task from its own queue */
 	STAT_KICKS,		    /* idle CPU woken to run a queued task */
-	STAT_SEED_INDEX_SETS, /* --shared-runq-design seed: a CPU's own queue
-				 gained a waiter, its bit went up in its shard's
-				 index */
-	STAT_SEED_PULLS_OWN,  /* --shared-runq-design seed: a CPU about to idle
-				 took the waiter of a busy CPU of its own shard
-			       */
-	STAT_SEED_PULLS_SIBLING, /* --shared-runq-design seed: a CPU about to
-				    idle took the waiter of a busy CPU of a
-				    sibling shard of its LLC */
-	STAT_SEED_SKIPS_IDLE,	 /* --shared-runq-design seed: the index named a
-				    CPU    that is idle (it runs its own waiter
-				    next):    passed over */
-	STAT_SEED_INDEX_STALE,	 /* --shared-runq-design seed: the index named a
-				    CPU with no waiter to give, its bit was
-				    cleared */
-	STAT_SEED_PULL_MISSES, /* --shared-runq-design seed: a CPU about to idle
-				  found no waiter to take in its LLC's index */
+	STAT_SEED_INDEX_SETS,	    /* --shared-runq seed: a CPU's own queue
+				       gained a waiter, its bit went up in its shard's
+				       index */
+	STAT_SEED_PULLS_OWN,	    /* --shared-runq seed: a CPU about to idle
+				       took the waiter of a busy CPU of its own shard
+				     */
+	STAT_SEED_PULLS_SIBLING,    /* --shared-runq seed: a CPU about to
+				       idle took the waiter of a busy CPU of a
+				       sibling shard of its LLC */
+	STAT_SEED_SKIPS_IDLE,	    /* --shared-runq seed: the index named a
+				       CPU    that is idle (it runs its own waiter
+				       next):    passed over */
+	STAT_SEED_INDEX_STALE,	    /* --shared-runq seed: the index named a
+				       CPU with no waiter to give, its bit was
+				       cleared */
+	STAT_SEED_PULL_MISSES,	    /* --shared-runq seed: a CPU about to idle
+				       found no waiter to take in its LLC's index */
 	STAT_NEWIDLE_PULLS, /* --no-shared-runq: a CPU about to idle took from
 			       its LLC's busiest CPU queue */
 	STAT_NEWIDLE_PULLS_REMOTE, /* --no-shared-runq: a CPU about to idle took

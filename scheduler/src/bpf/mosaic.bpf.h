@@ -191,7 +191,7 @@ static __always_inline bool task_is_pinned(const struct task_struct *p)
 /*
  * Whether every task waits on its CPU's own queue, as on the kernel's
  * runqueues: under --no-shared-runq, and with the seed's own design of the
- * shared runqueue (--shared-runq-design seed), whose shards only index them.
+ * shared runqueue (--shared-runq seed), whose shards only index them.
  */
 static __always_inline bool cpu_queues_only(void)
 {

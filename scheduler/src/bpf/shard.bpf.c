@@ -3,14 +3,18 @@
  * shard.bpf.c - the sharded per-LLC shared runqueue (seed 000, SHARED_RUNQ).
  *
  * WHAT
- * Each LLC has one shared runqueue, split into shards of --shard-size CPUs;
- * each shard is a vtime-ordered DSQ. A task that wakes and finds no idle CPU
- * is queued on the shard of the CPU it last ran on. A CPU about to go idle
- * (ops.dispatch) pulls from its own shard first, then from the other shards
- * of its LLC, so work stays inside the LLC but no CPU of the LLC idles while
- * a task of the LLC waits. Tasks pinned to one CPU never enter a shard: they
- * wait on their CPU's own queue, which the CPU weighs against its shard by
- * vtime.
+ * Three ways to queue a task that finds no idle CPU (--shared-runq): shard
+ * (the default, here), seed and off (below). No design was faster on every
+ * machine and workload; shard is the one whose work per event stays flat on
+ * 192 CPUs and that holds cpu.weight across LLCs (docs/sim-report.md, "Which
+ * design the default picks"). With shard, each LLC has one shared runqueue,
+ * split into shards of --shard-size CPUs; each shard is a vtime-ordered DSQ. A
+ * task that wakes and finds no idle CPU is queued on the shard of the CPU it
+ * last ran on. A CPU about to go idle (ops.dispatch) pulls from its own shard
+ * first, then from the other shards of its LLC, so work stays inside the LLC
+ * but no CPU of the LLC idles while a task of the LLC waits. Tasks pinned to
+ * one CPU never enter a shard: they wait on their CPU's own queue, which the
+ * CPU weighs against its shard by vtime.
  *
  * HOW
  * Shard s is DSQ SHARD_DSQ_BASE + s; CPU c's own queue is DSQ c. Rust numbers
@@ -26,13 +30,13 @@
  * a young head run while an older one waits, and cpu.weight splits drift
  * (test_llc_balance). Queueing a task kicks an idle CPU of the LLC so that
  * it pulls at once. With
- * --no-shared-runq every task waits on its CPU's own queue and a CPU about to
+ * --shared-runq off every task waits on its CPU's own queue and a CPU about to
  * idle pulls from the busiest CPU queue of its LLC, else of the machine: the
  * seed's NO_SHARED_RUNQ baseline, the kernel's newidle balance (a scan of
  * the CPUs' queue lengths, O(#CPUs), as newidle balance walks its domains),
  * under the kernel's gates (overload flag, average idle time, per-domain
  * cost), with a periodic balance from the tick (steal.bpf.c). With
- * --shared-runq-design seed, the seed's own design: tasks wait on their
+ * --shared-runq seed, the seed's own design: tasks wait on their
  * CPU's own queue too, the shards only index which CPUs have waiters, and a
  * CPU about to idle pulls through that index before newidle balance (see
  * "Seed 000 as the seed built it" below).
@@ -562,7 +566,7 @@ static __always_inline bool pull_sibling_shards(s32 cpu,
 }
 
 /*
- * Seed 000 as the seed built it (--shared-runq-design seed).
+ * Seed 000 as the seed built it (--shared-runq seed).
  *
  * In the seed a waking task is queued on its CPU's CFS runqueue and also
  * linked in its LLC's shard; its own CPU runs it as usual (and unlinks it),
