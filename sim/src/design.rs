@@ -34,7 +34,7 @@ pub const MACHINES: [&str; 11] = [
 pub const WORKLOADS: [&str; 2] = ["hackbench:loops=100", "rr:clients=128,loops=150"];
 /// The sides: the baseline, then each design.
 pub const SIDES: [(&str, &str); 3] = [
-    ("per-CPU queues", "--no-shared-runq"),
+    ("per-CPU queues", "--shared-runq=off"),
     ("seed's design", "--shared-runq=seed"),
     ("shard design", "--shared-runq=shard"),
 ];

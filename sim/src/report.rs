@@ -235,9 +235,10 @@ fn note_000(a: &Value, b: &Value) -> String {
         _ => String::new(),
     };
     format!(
-        "off: shard_enqueues {}, cpu_enqueues {}, lock wait {:.2} ms; on: shard_enqueues {}, sibling pulls {}, lock wait {:.2} ms; idle-while-runnable {:.2} ms → {:.2} ms; migrations {} → {}, rq lock acquisitions {} → {}; BPF work per callback {:.2} → {:.2}{tx}",
-        c(a, "shard_enqueues"), c(a, "cpu_enqueues"), lock_ms(a),
-        c(b, "shard_enqueues"), c(b, "shard_pulls_sibling"), lock_ms(b),
+        "off: shard_enqueues {}, cpu_enqueues {}, newidle_pulls {}, lock wait {:.2} ms; on: shard_enqueues {}, sibling pulls {}, seed_index_sets {}, seed_pulls_own {}, seed_pulls_sibling {}, cpu_enqueues {}, lock wait {:.2} ms; idle-while-runnable {:.2} ms → {:.2} ms; migrations {} → {}, rq lock acquisitions {} → {}; BPF work per callback {:.2} → {:.2}{tx}",
+        c(a, "shard_enqueues"), c(a, "cpu_enqueues"), c(a, "newidle_pulls"), lock_ms(a),
+        c(b, "shard_enqueues"), c(b, "shard_pulls_sibling"), c(b, "seed_index_sets"),
+        c(b, "seed_pulls_own"), c(b, "seed_pulls_sibling"), c(b, "cpu_enqueues"), lock_ms(b),
         f(a, &["idle_while_runnable_s"]) * 1e3, f(b, &["idle_while_runnable_s"]) * 1e3,
         migrations(a), migrations(b), rq(a), rq(b),
         f(a, &["bpf_work", "per_callback"]), f(b, &["bpf_work", "per_callback"]),
@@ -309,7 +310,7 @@ fn note_004(a: &Value, b: &Value) -> String {
 /// Seed 000's A/B: the baseline's flags (the kernel-like newidle balance) and
 /// the shared runqueue as the seed built it (tasks stay on their CPU's queue,
 /// the shards index the waiters). The rows name no flag themselves.
-const SHARED_RUNQ_OFF: &[&str] = &["--no-shared-runq"];
+const SHARED_RUNQ_OFF: &[&str] = &["--shared-runq=off"];
 const SHARED_RUNQ_ON: &[&str] = &["--shared-runq=seed"];
 /// Mosaic's own shard design (the shard is a waking task's queue), the
 /// variant rows' "on" side.
@@ -369,9 +370,9 @@ const UDP_RR: &str = "rr:clients=128,loops=150";
 const UDP_RR_SCALING: &str =
     "128 request/response pairs, 150 transactions each (seed: 128 netperf for 60 s)";
 
-/// Why seed 000's UDP_RR rows lose, in the model: the mechanism; the sizes
-/// are in each row's counters.
-const UDP_RR_WHY: &str = "a task queued on a shard runs on whichever CPU of the LLC frees first, so most wakeups migrate (cache refills, extra rq-lock acquisitions) and dispatch reads sibling shards (BPF work); the seed put its loss on shard-lock contention, which the counters show as the smaller part here";
+/// Why seed 000's UDP_RR rows barely move in the model: the mechanism; the
+/// sizes are in each row's counters.
+const UDP_RR_WHY: &str = "in the seed's design a waking task stays on its CPU's own queue and the shard only indexes which CPUs have waiters (an atomic bit, no shard lock on the wakeup path), so a request/response pair keeps its CPUs and migrates about as rarely as with per-CPU queues; the seed put its loss on contention for the shard's lock, which its own patch took at every enqueue and which sched_ext's DSQs and this index do not reproduce";
 
 const CLAIMS: &[Claim] = &[
     shared_runq(
@@ -978,10 +979,12 @@ fn why_section(md: &mut String, outcomes: &[Result<Outcome>]) -> Result<()> {
          kfunc call and loop iteration ({:.0} ns each) on top of {:.0} ns per callback; context \
          switches ({:.1} µs), wakeups and lock holds are fixed nanoseconds on every machine, not scaled \
          by its clock. The baseline is Mosaic with the mechanism off, not CFS. Seed 000's is Mosaic's \
-         model of CFS's newidle balance (`{}`: per-CPU queues; a CPU about to idle pulls from the \
-         busiest queue of its LLC, then of the machine, when its average idle time is at least the \
-         migration cost): it pulls from any CPU of the LLC, where CFS's newidle balance stops at its \
-         cost budget.\n",
+         model of CFS's newidle and periodic balance (`{}`: per-CPU queues; a CPU about to idle \
+         pulls from the busiest queue of its LLC, then of the machine, only while the overload flag \
+         is up, its average idle time is at least the migration cost and a domain's last balance \
+         cost less than that idle time; a busy CPU balances its LLC periodically): the kernel's \
+         gates, but not its load metric (queue lengths, not PELT load) nor its group imbalance \
+         rules.\n",
         k.bpf_work_ns,
         k.bpf_call_ns,
         k.ctx_switch_ns / 1e3,
