@@ -733,7 +733,7 @@ fn verdict_cell(cl: &Claim, v: Verdict) -> String {
         Role::Test if v.reproduces() => v.label().to_string(),
         Role::Test => format!("**{}**", v.label()),
         Role::Calibration => format!("calibration (the interval alone: {})", v.label()),
-        Role::Variant => format!("Mosaic's design, not counted ({})", v.label()),
+        Role::Variant => "Mosaic's design: no verdict, not counted".to_string(),
     }
 }
 
@@ -774,9 +774,11 @@ pub fn main(args: &crate::cli::ReportArgs) -> Result<()> {
     let md = render(&o, &exe, &dir, &outcomes)?;
     check_text_against_tables(&md).context("the report's text disagrees with its tables")?;
     if let Some(p) = &o.verdicts_json {
+        // the rows that test a claim (a variant row has no verdict)
         let rows: Vec<Value> = CLAIMS
             .iter()
             .zip(&outcomes)
+            .filter(|(cl, _)| cl.role != Role::Variant)
             .map(|(cl, r)| match r {
                 Ok(x) => serde_json::json!({"claim": cl.claim, "machine": cl.machine, "verdict": x.verdict,
                     "median": x.spread.median, "lo": x.spread.lo, "hi": x.spread.hi, "n": x.spread.n}),
@@ -820,9 +822,10 @@ fn render(
          generator: `sim/src/stats.rs`) and n, and the median of each side's runs. Verdicts come from \
          the interval: **yes** when it excludes zero in the seed's direction and the median is within \
          {k:.0}x of the seed's change; **direction yes, size off** when it excludes zero in the seed's \
-         direction with the median beyond {k:.0}x; **no difference** when it contains zero; **no** when \
+         direction with the median beyond {k:.0}x; **no difference** when it contains zero or lies \
+         within ±{eq} of it (% or points: under half the smallest change a seed claims); **no** when \
          it excludes zero the other way; for a seed that saw no difference, **yes** when the interval \
-         contains zero. Scenarios are scaled down; compare the *relative* change, not absolute \
+         contains zero or lies within ±{eq} of it. Scenarios are scaled down; compare the *relative* change, not absolute \
          times. Costs: `sim/src/cost.rs`.\n",
         n = o.runs_per_side,
         b = o.base_seed,
@@ -830,6 +833,7 @@ fn render(
         rs = stats::BOOTSTRAP_RESAMPLES,
         k = stats::SIZE_FACTOR,
         j = STEP_JITTER,
+        eq = stats::EQUIVALENCE,
     )?;
     writeln!(
         md,
