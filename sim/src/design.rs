@@ -5,9 +5,7 @@
 //! rule is built from the same numbers.
 
 use std::fmt::Write as _;
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -96,39 +94,31 @@ pub fn run(exe: &Path, dir: &Path, jobs: usize, base_seed: u64) -> Result<Vec<Ce
             }
         }
     }
-    let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<Result<Value>>>> =
-        Mutex::new((0..list.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(m, w, r, side)) = list.get(i) else {
-                    break;
-                };
-                let json = dir.join(format!("design-{i}.json"));
-                let args: Vec<String> = [
-                    "--machine",
-                    m,
-                    "--workload",
-                    w,
-                    "--seed",
-                    &(base_seed + r as u64).to_string(),
-                    "--json",
-                    &json.display().to_string(),
-                    &format!("--sched-arg={}", SIDES[side].1),
-                    "--cost",
-                    &format!("step_jitter={}", crate::report::STEP_JITTER),
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-                let v = crate::report::run_sim(exe, &args, &json);
-                out.lock().unwrap()[i] = Some(v);
-            });
-        }
-    });
-    let mut results = out.into_inner().unwrap().into_iter();
+    let runs: Vec<(Vec<String>, PathBuf)> = list
+        .iter()
+        .enumerate()
+        .map(|(i, &(m, w, r, side))| {
+            let json = dir.join(format!("design-{i}.json"));
+            let args = [
+                "--machine",
+                m,
+                "--workload",
+                w,
+                "--seed",
+                &(base_seed + r as u64).to_string(),
+                "--json",
+                &json.display().to_string(),
+                &format!("--sched-arg={}", SIDES[side].1),
+                "--cost",
+                &format!("step_jitter={}", crate::report::STEP_JITTER),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            (args, json)
+        })
+        .collect();
+    let mut results = crate::report::run_many(exe, jobs, &runs).into_iter();
     let mut cells = Vec::new();
     for m in MACHINES {
         let machine = crate::machine::Machine::preset(m)?;
@@ -141,7 +131,6 @@ pub fn run(exe: &Path, dir: &Path, jobs: usize, base_seed: u64) -> Result<Vec<Ce
                     *v = results
                         .next()
                         .context("one result per run")?
-                        .context("no result")?
                         .with_context(|| format!("{m} {w}"))?;
                 }
                 runs.push(one);

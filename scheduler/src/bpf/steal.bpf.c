@@ -464,7 +464,7 @@ static __always_inline bool periodic_balance_pull(s32 cpu)
 	s32 from;
 	bool pulled;
 
-	if (!st->pull_from)
+	if (!cpu_queues_only() || !st->pull_from)
 		return false;
 	from = (s32)st->pull_from - 1;
 	st->pull_from = 0;
