@@ -36,6 +36,8 @@ def test_gauntlet_cell(kernel, topo, cell):
         assert isinstance(c["wait_bound_us"], int), c
     if cell == "cpumax":
         assert isinstance(c["parked_max_us"], int) and c["parked_max_us"] > 0, c
+        print(f"{kernel} {topo} cpumax: short tasks with a thread that never ran: "
+              f"{c.get('short_starved')} (reported, not failed: see cpumax_short_problems)")
     print(f"{kernel} {topo} {cell}: wait_max_us {c['wait_max_us']} "
           f"(bound {c.get('wait_bound_us')}), parked_max_us {c.get('parked_max_us', '-')} (bound {c.get('park_bound_us', '-')}), "
           f"idle_waiting_max_us {c['idle_wait_us']} (TCG, noisy)")
