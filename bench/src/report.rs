@@ -453,9 +453,10 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         after the workload (outside its timed wall time): a wait runs from when a task becomes runnable \
         (woken, new, or switched out still runnable: preempted or at its slice end) until it is \
         switched in; the idle task is left out. Its percentiles are the upper bound of their log2 \
-        bucket (at most twice the true value), capped at the longest wait; p50 and p99 are medians \
-        over the rounds, max the largest over the rounds. The tracer adds the same small work to \
-        every wakeup and context switch under every scheduler, so it slows all of them alike. \
+        bucket (less than twice the true value for waits of 1 µs or more), capped at the longest wait; \
+        p50 and p99 are medians over the rounds, max the largest over the rounds. The tracer adds \
+        the same small work to every wakeup and context switch under every scheduler (one that \
+        switches more pays more of it in total). \
         Own wait p99 / max µs: scx_mosaic's own runnable-wait statistics from its `--stats-file` \
         (from wakeup or requeue until running, the 99th percentile as its log2 bucket's upper edge, \
         over the scheduler's whole run: load, workload, exit, so its max may exceed the shared one), \
