@@ -2,7 +2,8 @@
 //! sysbench, redis, schbench, stress-ng) under the kernel's default scheduler, scx_mosaic (and
 //! each of its mechanisms switched off) and sched_ext peers, interleaved in one VM boot per
 //! scenario × topology; medians, ratios to the kernel's default, BPF cost per call; JSON,
-//! Markdown and SVG reports. Also the two workloads written for it: `rr` and `schbench`.
+//! Markdown and SVG reports. Also the two workloads written for it, `rr` and `schbench`, and
+//! `waits`, the runnable-wait tracer every scheduler is measured with.
 
 mod model;
 mod progress;
@@ -11,6 +12,7 @@ mod rr;
 mod runner;
 mod schbench;
 mod suite;
+mod waits;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -75,6 +77,16 @@ enum Cmd {
         /// CPU work per request, microseconds (calibrated at start)
         #[arg(long, default_value_t = 200)]
         work_us: u64,
+    },
+    /// Trace runnable waits (BPF, scheduler tracepoints) until SIGINT/SIGTERM or --secs;
+    /// prints `@@WAITS count=N p50_us=.. p99_us=.. max_us=.. max_task=comm[pid]@@`
+    Waits {
+        /// Stop after this many seconds (default: at SIGINT or SIGTERM)
+        #[arg(long)]
+        secs: Option<f64>,
+        /// Leave libbpf's own messages on stderr
+        #[arg(long)]
+        verbose: bool,
     },
 }
 
@@ -176,6 +188,7 @@ fn real_main() -> Result<()> {
             secs,
             work_us,
         } => schbench::run(messengers, workers, secs, work_us),
+        Cmd::Waits { secs, verbose } => waits::run(secs, verbose),
     }
 }
 

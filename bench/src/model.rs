@@ -33,6 +33,22 @@ pub struct Sample {
     /// scx_mosaic's own 99th percentile runnable wait (log2 bucket's upper edge), µs.
     #[serde(default)]
     pub wait_p99_us: Option<f64>,
+    /// The shared wait measure (`mosaic-bench waits`, the same BPF tracer for every scheduler,
+    /// the kernel's default included, over the workload only): waits counted.
+    #[serde(default)]
+    pub shared_wait_count: Option<f64>,
+    /// Its median wait (log2 bucket's upper bound, capped at the longest wait), µs.
+    #[serde(default)]
+    pub shared_wait_p50_us: Option<f64>,
+    /// Its 99th percentile wait (the same bound), µs.
+    #[serde(default)]
+    pub shared_wait_p99_us: Option<f64>,
+    /// Its longest wait, µs.
+    #[serde(default)]
+    pub shared_wait_max_us: Option<f64>,
+    /// The task of its longest wait, `comm[pid]`.
+    #[serde(default)]
+    pub shared_wait_max_task: Option<String>,
 }
 
 /// One scheduler of a run: how it was started and which version it was.

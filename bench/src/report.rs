@@ -39,6 +39,11 @@ pub struct Cell {
     /// (None for schedulers that keep no such counters).
     pub wait_max: Option<f64>,
     pub wait_p99: Option<f64>,
+    /// The shared wait measure (`mosaic-bench waits`, every scheduler alike), µs: p50 and p99
+    /// are medians over the successful runs, max the largest of their maxima.
+    pub shared_p50: Option<f64>,
+    pub shared_p99: Option<f64>,
+    pub shared_max: Option<f64>,
     /// Why the cell failed (an ejection or error in any of its runs).
     pub fail: Option<String>,
 }
@@ -169,6 +174,9 @@ pub fn cell_summaries(sc: &Scenario, run: &ScenarioRun) -> Vec<String> {
             if let Some(b) = c.bpf {
                 let _ = write!(line, ", BPF {b:.0} ns/call");
             }
+            if let (Some(p), Some(w)) = (c.shared_p99, c.shared_max) {
+                let _ = write!(line, ", wait p99 {p:.0} µs, max {w:.0} µs");
+            }
             if let Some(w) = c.wait_max {
                 let _ = write!(line, ", own wait max {w:.0} µs");
             }
@@ -203,6 +211,12 @@ pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
             let bpf_ms: Vec<f64> = ok.iter().filter_map(|s| s.bpf_ms).collect();
             let wmax: Vec<f64> = ok.iter().filter_map(|s| s.wait_max_us).collect();
             let wp99: Vec<f64> = ok.iter().filter_map(|s| s.wait_p99_us).collect();
+            let sp50: Vec<f64> = ok.iter().filter_map(|s| s.shared_wait_p50_us).collect();
+            let sp99: Vec<f64> = ok.iter().filter_map(|s| s.shared_wait_p99_us).collect();
+            let smax = ok
+                .iter()
+                .filter_map(|s| s.shared_wait_max_us)
+                .reduce(f64::max);
             let fail = samples
                 .iter()
                 .find_map(|s| s.fail.as_ref().map(|f| format!("round {}: {f}", s.round)))
@@ -216,10 +230,29 @@ pub fn cells(run: &ScenarioRun) -> Vec<Cell> {
                 bpf_ms: median(&bpf_ms),
                 wait_max: median(&wmax),
                 wait_p99: median(&wp99),
+                shared_p50: median(&sp50),
+                shared_p99: median(&sp99),
+                shared_max: smax,
                 fail,
             }
         })
         .collect()
+}
+
+/// The wait columns of a scenario table, the shared measure beside scx_mosaic's own.
+const WAIT_HEADER: &str = "shared wait p50 µs ↓ | shared wait p99 µs ↓ | own wait p99 µs ↓ | \
+                           shared wait max µs ↓ | own wait max µs ↓ |";
+const WAIT_COLUMNS: usize = 5;
+
+/// A cell's values for the WAIT_HEADER columns, in order.
+fn wait_columns(c: &Cell) -> [Option<f64>; WAIT_COLUMNS] {
+    [
+        c.shared_p50,
+        c.shared_p99,
+        c.wait_p99,
+        c.shared_max,
+        c.wait_max,
+    ]
 }
 
 /// Higher-is-better score of `v` relative to `base` (>1: better than base).
@@ -414,10 +447,20 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         scheduler's BPF cost the run, however many calls it made (a scheduler that makes more, \
         cheaper calls shows a lower ns/call for the same or more BPF time). \
         A cell that says FAILED had an ejection or an error in at least one run. \
-        Own wait max / p99 µs (scenario tables): scx_mosaic's own runnable-wait statistics from its \
-        `--stats-file` (longest wait from wakeup or requeue until running, and the 99th percentile as \
-        its log2 bucket's upper edge, over the scheduler's whole run: load, workload, exit), median \
-        over the rounds; EEVDF and the peers keep no such counters (–).\n")?;
+        Shared wait p50 / p99 / max µs (scenario tables): runnable waits measured the same way for \
+        every scheduler, EEVDF included, by `mosaic-bench waits` - a BPF tracer on the kernel's \
+        `sched_wakeup`, `sched_wakeup_new` and `sched_switch` tracepoints, started before and stopped \
+        after the workload (outside its timed wall time): a wait runs from when a task becomes runnable \
+        (woken, new, or switched out still runnable: preempted or at its slice end) until it is \
+        switched in; the idle task is left out. Its percentiles are the upper bound of their log2 \
+        bucket (less than twice the true value for waits of 1 µs or more), capped at the longest wait; \
+        p50 and p99 are medians over the rounds, max the largest over the rounds. The tracer adds \
+        the same small work to every wakeup and context switch under every scheduler (one that \
+        switches more pays more of it in total). \
+        Own wait p99 / max µs: scx_mosaic's own runnable-wait statistics from its `--stats-file` \
+        (from wakeup or requeue until running, the 99th percentile as its log2 bucket's upper edge, \
+        over the scheduler's whole run: load, workload, exit, so its max may exceed the shared one), \
+        median over the rounds; EEVDF and the peers keep no such counters (–).\n")?;
     if let Some(text) = analysis(svg_dir) {
         writeln!(o, "{}\n", text.trim_end())?;
     }
@@ -605,11 +648,11 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             for (m, u, hi) in &others {
                 write!(o, " {m} {u} {} |", if *hi { "↑" } else { "↓" })?;
             }
-            writeln!(o, " own wait max µs ↓ | own wait p99 µs ↓ |")?;
+            writeln!(o, " {WAIT_HEADER}")?;
             writeln!(
                 o,
                 "|---|---|---|---|---|---|---|{}",
-                "---|".repeat(others.len() + 2)
+                "---|".repeat(others.len() + WAIT_COLUMNS)
             )?;
             let base = cs
                 .iter()
@@ -622,7 +665,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                         "| {} | **FAILED**: {} |{}",
                         c.sched,
                         f.replace('|', "/"),
-                        " |".repeat(7 + others.len())
+                        " |".repeat(5 + WAIT_COLUMNS + others.len())
                     )?;
                     continue;
                 }
@@ -648,7 +691,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                         None => write!(o, " – |")?,
                     }
                 }
-                for w in [c.wait_max, c.wait_p99] {
+                for w in wait_columns(c) {
                     match w {
                         Some(v) => write!(o, " {v:.0} |")?,
                         None => write!(o, " – |")?,
@@ -901,6 +944,9 @@ mod tests {
             bpf_ms: ms,
             wait_max: None,
             wait_p99: None,
+            shared_p50: None,
+            shared_p99: None,
+            shared_max: None,
             fail: fail.map(String::from),
         };
         let sc = scenario("hackbench").unwrap();
@@ -1076,21 +1122,26 @@ mod tests {
         // for the others.
         assert!(
             text.contains(
-                "| ×EEVDF | BPF ns/call | BPF ms/run ↓ | own wait max µs ↓ | own wait p99 µs ↓ |"
+                "| ×EEVDF | BPF ns/call | BPF ms/run ↓ | shared wait p50 µs ↓ | shared wait p99 µs \
+                 ↓ | own wait p99 µs ↓ | shared wait max µs ↓ | own wait max µs ↓ |"
             ),
             "{text}"
         );
         assert!(
-            text.contains("| mosaic | 6.000 | 5.000–7.000 | 3 | 0.60 | 100 | 4 | 1002 | 256 |"),
-            "{text}"
-        );
-        assert!(
-            text.contains("| eevdf | 10.000 | 9.000–11.000 | 3 | 1.00 | – | – | – | – |"),
+            text.contains(
+                "| mosaic | 6.000 | 5.000–7.000 | 3 | 0.60 | 100 | 4 | – | – | 256 | – | 1002 |"
+            ),
             "{text}"
         );
         assert!(
             text.contains(
-                "| p2dq | **FAILED**: round 2: ejected: runnable task stall | | | | | | | |\n"
+                "| eevdf | 10.000 | 9.000–11.000 | 3 | 1.00 | – | – | – | – | – | – | – |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| p2dq | **FAILED**: round 2: ejected: runnable task stall | | | | | | | | | | |\n"
             ),
             "{text}"
         );
@@ -1196,5 +1247,116 @@ mod tests {
             text.find("## Schedulers"),
         );
         assert!(why.is_some() && why < scheds, "{text}");
+    }
+
+    #[test]
+    fn shared_wait_columns_take_medians_and_the_largest_max_and_dash_what_is_missing() {
+        let mut run = ScenarioRun {
+            scenario: "hackbench".into(),
+            topo: "1llc".into(),
+            kernel: "7.3.4".into(),
+            accel: "tcg".into(),
+            rounds: 3,
+            scheds: vec!["eevdf".into(), "mosaic".into(), "rusty".into()],
+            ..Default::default()
+        };
+        let shared = |s: &mut Sample, p50: f64, p99: f64, max: f64| {
+            s.shared_wait_p50_us = Some(p50);
+            s.shared_wait_p99_us = Some(p99);
+            s.shared_wait_max_us = Some(max);
+            s.shared_wait_count = Some(1000.0);
+        };
+        for (r, (p50, p99, max)) in [
+            (4.0, 512.0, 900.0),
+            (8.0, 1024.0, 3000.0),
+            (2.0, 256.0, 1200.0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let r = r as u32 + 1;
+            let mut e = sample("eevdf", r, 8.0 + r as f64, None);
+            shared(&mut e, p50, p99, max);
+            run.samples.push(e);
+            // Mosaic's tracer failed to load in round 3: no shared figures that round
+            let mut m = sample("mosaic", r, 4.0 + r as f64, None);
+            if r < 3 {
+                shared(
+                    &mut m,
+                    r as f64 * 2.0,
+                    256.0 * r as f64,
+                    750.0 - 50.0 * r as f64,
+                );
+            }
+            run.samples.push(m);
+            // rusty's results are from before the tracer: nothing shared at all
+            run.samples.push(sample("rusty", r, 5.0, None));
+        }
+        let cs = cells(&run);
+        assert_eq!(
+            (cs[0].shared_p50, cs[0].shared_p99, cs[0].shared_max),
+            (Some(4.0), Some(512.0), Some(3000.0))
+        );
+        assert_eq!(
+            (cs[1].shared_p50, cs[1].shared_p99, cs[1].shared_max),
+            (Some(3.0), Some(384.0), Some(700.0))
+        );
+        assert_eq!(
+            (cs[2].shared_p50, cs[2].shared_p99, cs[2].shared_max),
+            (None, None, None)
+        );
+        let sc = scenario("hackbench").unwrap();
+        let lines = cell_summaries(sc, &run);
+        assert!(
+            lines[0].ends_with("3 of 3 runs), wait p99 512 µs, max 3000 µs"),
+            "{lines:?}"
+        );
+        assert!(!lines[2].contains("wait p99"), "{lines:?}");
+        let suite = Suite {
+            runs: vec![run],
+            skipped: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let md = dir.path().join("b.md");
+        write_report(&suite, &md, &dir.path().join("bench"), "make bench").unwrap();
+        let text = std::fs::read_to_string(&md).unwrap();
+        for row in [
+            "| eevdf | 10.000 | 9.000–11.000 | 3 | 1.00 | – | – | 4 | 512 | – | 3000 | – |\n",
+            "| mosaic | 6.000 | 5.000–7.000 | 3 | 0.60 | 100 | 4 | 3 | 384 | 256 | 700 | 1002 |\n",
+            "| rusty | 5.000 | 5.000–5.000 | 3 | 0.50 | 100 | 4 | – | – | – | – | – |\n",
+        ] {
+            assert!(text.contains(row), "{row}\n{text}");
+        }
+        // each row of the scenario table has as many cells as its header
+        let mut table = text
+            .lines()
+            .skip_while(|l| !l.starts_with("| scheduler | time s"))
+            .take_while(|l| !l.is_empty());
+        let ncols = table.next().unwrap().matches('|').count();
+        assert_eq!(ncols, 13);
+        for l in table.skip(1) {
+            assert_eq!(l.matches('|').count(), ncols, "{l}");
+        }
+        assert!(
+            text.contains("The tracer adds the same small work"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn results_from_before_the_shared_measure_still_load() {
+        let old = r#"{"sched":"eevdf","round":1,"metrics":{"time":1.5},"wall_s":1.6,
+            "bpf_ns_per_call":null,"bpf_calls":null,"ops":null,"exit":null,"fail":null}"#;
+        let s: Sample = serde_json::from_str(old).unwrap();
+        assert_eq!(s.metrics["time"], 1.5);
+        assert_eq!(
+            (
+                s.shared_wait_p99_us,
+                s.shared_wait_max_us,
+                s.shared_wait_count
+            ),
+            (None, None, None)
+        );
+        assert_eq!(s.shared_wait_max_task, None);
     }
 }

@@ -328,6 +328,16 @@ fn apply_meta(s: &mut Sample, meta: &str) {
     s.fail = get("fail");
     s.wait_max_us = get("wait_max_us").and_then(|v| v.parse().ok());
     s.wait_p99_us = get("wait_p99_us").and_then(|v| v.parse().ok());
+    s.shared_wait_count = get("shared_wait_count").and_then(|v| v.parse().ok());
+    s.shared_wait_p50_us = get("shared_wait_p50_us").and_then(|v| v.parse().ok());
+    s.shared_wait_p99_us = get("shared_wait_p99_us").and_then(|v| v.parse().ok());
+    s.shared_wait_max_us = get("shared_wait_max_us").and_then(|v| v.parse().ok());
+    // a comm's own '_' stays: the task is taken as written (run.sh turns its spaces into '_')
+    s.shared_wait_max_task = meta
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("shared_wait_max_task="))
+        .filter(|v| !v.is_empty())
+        .map(String::from);
     let snap = |k: &str| -> Option<(f64, f64)> {
         let v: Vec<f64> = get(k)?.split(',').filter_map(|x| x.parse().ok()).collect();
         (v.len() == 3 && v[2] > 0.0).then(|| (v[0], v[1]))
@@ -357,8 +367,12 @@ fn report_run(at: &str, sc: &Scenario, s: &Sample, out: &str, status: &str) {
         .bpf_ns_per_call
         .map(|b| format!(", BPF {b:.0} ns/call"))
         .unwrap_or_default();
+    let wait = match (s.shared_wait_p99_us, s.shared_wait_max_us) {
+        (Some(p), Some(m)) => format!(", wait p99 {p:.0} max {m:.0} µs"),
+        _ => String::new(),
+    };
     match &s.fail {
-        None => eprintln!("   {at}: {:<24} {v}{bpf}; {status}", s.sched),
+        None => eprintln!("   {at}: {:<24} {v}{bpf}{wait}; {status}", s.sched),
         Some(f) => {
             eprintln!("!! FAILED {at}: {}: {f}; {status}", s.sched);
             for l in out
@@ -442,5 +456,48 @@ mod tests {
         assert_eq!(e.wait_max_us, None);
         assert_eq!(sh_quote("a b'c"), r"'a b'\''c'");
         assert_eq!(sh_quote("eevdf="), "eevdf=");
+    }
+
+    #[test]
+    fn shared_wait_figures_in_meta_lines() {
+        let mut s = Sample::default();
+        apply_meta(
+            &mut s,
+            "wall=2.00 wrc=0 sched_rc= ops= bpf0= bpf1= wait_max_us= wait_p99_us= \
+             shared_wait_count=18234 shared_wait_p50_us=4 shared_wait_p99_us=1024 \
+             shared_wait_max_us=2301 shared_wait_max_task=rcu_preempt[15] exit= fail=",
+        );
+        assert_eq!(s.shared_wait_count, Some(18234.0));
+        assert_eq!(s.shared_wait_p50_us, Some(4.0));
+        assert_eq!(s.shared_wait_p99_us, Some(1024.0));
+        assert_eq!(s.shared_wait_max_us, Some(2301.0));
+        // the comm keeps its underscore (other values turn '_' into ' ')
+        assert_eq!(s.shared_wait_max_task.as_deref(), Some("rcu_preempt[15]"));
+        // the kernel's default: no own counters, the shared ones still there
+        assert_eq!((s.wait_max_us, s.wait_p99_us), (None, None));
+        assert!(s.fail.is_none());
+
+        // the tracer could not load (empty fields), or a run.sh from before it (none at all)
+        for meta in [
+            "wall=2.00 wrc=0 shared_wait_count= shared_wait_p50_us= shared_wait_p99_us= \
+             shared_wait_max_us= shared_wait_max_task= fail=",
+            "wall=2.00 wrc=0 wait_max_us=77 wait_p99_us=64 fail=",
+            "wall=2.00 shared_wait_p99_us=abc shared_wait_max_us=-",
+        ] {
+            let mut e = Sample::default();
+            apply_meta(&mut e, meta);
+            assert_eq!(
+                (
+                    e.shared_wait_count,
+                    e.shared_wait_p50_us,
+                    e.shared_wait_p99_us,
+                    e.shared_wait_max_us
+                ),
+                (None, None, None, None),
+                "{meta}"
+            );
+            assert_eq!(e.shared_wait_max_task, None, "{meta}");
+            assert_eq!(e.wall_s, Some(2.0));
+        }
     }
 }

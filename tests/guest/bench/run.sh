@@ -17,6 +17,13 @@
 # A command starting with scx_mosaic also gets --stats-file: its own runnable-wait statistics
 # over its run (wait_max_us, wait_p99_us of the JSON it writes at exit) go into the META line;
 # other schedulers keep no such counters (empty fields).
+# Every run, the kernel's default included, also gets the shared wait measure: `mosaic-bench
+# waits` (a BPF tracer on the scheduler tracepoints, the same for every scheduler) is started
+# before the workload, once it reports that it traces (its load stays outside the workload's
+# wall time), and stopped with SIGINT right after; its figures go into the META line as
+# shared_wait_count, shared_wait_p50_us, shared_wait_p99_us, shared_wait_max_us and
+# shared_wait_max_task (empty, and a "waits tracer:" line before the run's block, if it could
+# not run; the run itself does not fail for that).
 #
 # Output lines for the host (mosaic-bench parses them; everything else is informational):
 #   @@BENCH-INFO kernel=R nproc=N@@
@@ -60,6 +67,63 @@ json_top() {
     sed -n "s/^  \"$1\": \([0-9.]*\),\{0,1\}\$/\1/p" "$2" 2>/dev/null | head -n 1
 }
 
+# Start the wait tracer (mosaic-bench waits) and wait until it traces; clears the shared wait
+# figures. Sets waits_pid, or waits_err if it could not start.
+waits_start() {
+    local n=0
+    waits_pid='' waits_err='' sw_count='' sw_p50='' sw_p99='' sw_max='' sw_task=''
+    rm -f $dir/waits.out $dir/waits.err
+    if ! command -v mosaic-bench >/dev/null 2>&1; then
+        waits_err="mosaic-bench not found"
+        return
+    fi
+    mosaic-bench waits >$dir/waits.out 2>$dir/waits.err &
+    waits_pid=$!
+    while ! grep -q '^mosaic-bench waits: tracing' $dir/waits.err 2>/dev/null; do
+        if ! kill -0 $waits_pid 2>/dev/null; then
+            wait $waits_pid
+            waits_err="exited with status $?: $(tail -n 1 $dir/waits.err)"
+            waits_pid=''
+            return
+        fi
+        n=$((n + 1))
+        if [ $n -gt 300 ]; then
+            kill -KILL $waits_pid 2>/dev/null
+            wait $waits_pid
+            waits_err="not tracing within 30 s"
+            waits_pid=''
+            return
+        fi
+        sleep 0.1
+    done
+}
+
+# Stop the wait tracer and read its @@WAITS line into sw_count, sw_p50, sw_p99, sw_max, sw_task.
+waits_stop() {
+    local k=0 line
+    [ -n "$waits_pid" ] || return 0
+    kill -INT $waits_pid
+    while kill -0 $waits_pid 2>/dev/null && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
+    kill -KILL $waits_pid 2>/dev/null
+    wait $waits_pid
+    waits_pid=''
+    line=$(sed -n 's/^@@WAITS \(.*\)@@$/\1/p' $dir/waits.out | tail -n 1)
+    if [ -z "$line" ]; then
+        waits_err="no @@WAITS line: $(tail -n 1 $dir/waits.err)"
+        return 0
+    fi
+    sw_count=$(waits_field count "$line")
+    sw_p50=$(waits_field p50_us "$line")
+    sw_p99=$(waits_field p99_us "$line")
+    sw_max=$(waits_field max_us "$line")
+    sw_task=$(waits_field max_task "$line")
+}
+
+# The value of field $1 in the key=value words of $2.
+waits_field() {
+    echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1
+}
+
 # Run the workload once: output to $dir/out, sets wrc and wall.
 run_workload() {
     local t0 t1
@@ -75,7 +139,7 @@ run_workload() {
 run_under() {
     local cmd=$1 pid='' fail='' ops='' b0='' b1='' src=0 line n0 exitmsg='' k state
     local stats=$dir/sched-stats.json wmax='' wp99=''
-    wrc='' wall=''
+    wrc='' wall='' waits_pid='' waits_err='' sw_count='' sw_p50='' sw_p99='' sw_max='' sw_task=''
     rm -f "$stats"
     case $cmd in
         scx_mosaic | scx_mosaic\ *) cmd="$cmd --stats-file $stats" ;;
@@ -95,9 +159,11 @@ run_under() {
                 fi
             else
                 ops=$(cat $SCX/root/ops 2>/dev/null)
+                waits_start
                 b0=$(bpf_snapshot $pid)
                 run_workload
                 b1=$(bpf_snapshot $pid)
+                waits_stop
                 state=$(cat $SCX/state)
                 [ "$state" = enabled ] || fail="ejected during the workload (state $state)"
             fi
@@ -125,14 +191,18 @@ run_under() {
             wp99=$(json_top wait_p99_us "$stats")
         fi
     else
+        waits_start
         run_workload
+        waits_stop
     fi
     [ -z "$fail" ] && [ "$wrc" != 0 ] && fail="workload exited with status $wrc"
+    [ -n "$waits_err" ] && echo "waits tracer ($label round $round): $waits_err"
     echo "@@RUN $label $round@@"
     [ -f $dir/out ] && cat $dir/out
-    printf '@@META wall=%s wrc=%s sched_rc=%s ops=%s bpf0=%s bpf1=%s wait_max_us=%s wait_p99_us=%s exit=%s fail=%s@@\n' \
+    printf '@@META wall=%s wrc=%s sched_rc=%s ops=%s bpf0=%s bpf1=%s wait_max_us=%s wait_p99_us=%s shared_wait_count=%s shared_wait_p50_us=%s shared_wait_p99_us=%s shared_wait_max_us=%s shared_wait_max_task=%s exit=%s fail=%s@@\n' \
         "$wall" "$wrc" "$src" "$ops" "$(echo $b0 | tr ' ' ,)" "$(echo $b1 | tr ' ' ,)" \
-        "$wmax" "$wp99" "$(echo "$exitmsg" | tr ' ' _)" "$(echo "$fail" | tr ' ' _)"
+        "$wmax" "$wp99" "$sw_count" "$sw_p50" "$sw_p99" "$sw_max" "$sw_task" \
+        "$(echo "$exitmsg" | tr ' ' _)" "$(echo "$fail" | tr ' ' _)"
     if [ -n "$fail" ] && [ -n "$cmd" ]; then
         echo "---- $label: scheduler output (tail) ----"
         tail -n 20 $dir/sched.log

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * waits.bpf.c - mosaic-bench's runnable-wait tracer: how long tasks wait
+ * for a CPU, measured the same way under every scheduler (the kernel's
+ * default included), from the scheduler tracepoints alone.
+ *
+ * A wait starts when a task becomes runnable: woken (sched_wakeup), new
+ * (sched_wakeup_new), or switched out while still runnable (sched_switch
+ * with the task preempted or its state TASK_RUNNING: a slice end, a
+ * preemption, a yield). It ends when the task is switched in. Every wait
+ * lands in one per-CPU record: a log2 histogram of microseconds, the count,
+ * and the longest wait with its task's pid and comm. The idle task (pid 0)
+ * is left out. Userspace (bench/src/waits.rs) sums the CPUs.
+ *
+ * The stamp lives in task-local storage. A wakeup keeps an earlier stamp (a
+ * task preempted, then woken, has waited since the preemption); a switch
+ * out overwrites it when the task stays runnable and clears it when the
+ * task blocks, so a wakeup seen while the task still ran leaves nothing
+ * behind.
+ */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char _license[] SEC("license") = "GPL";
+
+#define TASK_RUNNING 0
+#define NR_WAIT_BUCKETS 32
+#define COMM_LEN 16
+
+/*
+ * One CPU's waits. Bucket b holds waits of [2^b, 2^(b+1)) us, bucket 0 also
+ * those under 1 us, the last one everything longer. The layout is read by
+ * byte offset in bench/src/waits.rs: keep the two in step.
+ */
+struct wait_stats {
+	u64 hist[NR_WAIT_BUCKETS];
+	u64 count;
+	u64 max_ns;
+	u32 max_pid;
+	char max_comm[COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct wait_stats);
+} wait_stats SEC(".maps");
+
+/* Per task: when it became runnable, ns (0: not waiting). */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, u64);
+} runnable_since SEC(".maps");
+
+/* floor(log2(@v)), 0 for 0 and 1: a fixed cascade of shifts. */
+static __always_inline u32 log2_floor(u64 v)
+{
+	u32 r = 0;
+
+	if (v >> 32) {
+		v >>= 32;
+		r += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		r += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		r += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		r += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		r += 2;
+	}
+	if (v >> 1)
+		r += 1;
+	return r;
+}
+
+/* @p waited @ns before running: count it on this CPU. */
+static __always_inline void record_wait(struct task_struct *p, u64 ns)
+{
+	struct wait_stats *s;
+	u32 key = 0, b;
+
+	s = bpf_map_lookup_elem(&wait_stats, &key);
+	if (!s)
+		return;
+	b = log2_floor(ns / 1000);
+	if (b >= NR_WAIT_BUCKETS)
+		b = NR_WAIT_BUCKETS - 1;
+	s->hist[b]++;
+	s->count++;
+	if (ns > s->max_ns) {
+		s->max_ns = ns;
+		s->max_pid = p->pid;
+		bpf_probe_read_kernel_str(s->max_comm, sizeof(s->max_comm),
+					  p->comm);
+	}
+}
+
+/*
+ * @p became runnable at @now; @restart: even if it already waits (it was
+ * switched out runnable), else only if not (a wakeup).
+ */
+static __always_inline void wait_start(struct task_struct *p, u64 now,
+				       bool restart)
+{
+	u64 *since;
+
+	if (!p->pid)
+		return;
+	since = bpf_task_storage_get(&runnable_since, p, 0,
+				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (since && (restart || !*since))
+		*since = now;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(waits_wakeup, struct task_struct *p)
+{
+	wait_start(p, bpf_ktime_get_ns(), false);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(waits_wakeup_new, struct task_struct *p)
+{
+	wait_start(p, bpf_ktime_get_ns(), false);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(waits_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	u64 now = bpf_ktime_get_ns(), *since;
+
+	if (preempt || prev_state == TASK_RUNNING) {
+		wait_start(prev, now, true);
+	} else if (prev->pid) {
+		/* blocked: whatever a wakeup stamped while it ran is void */
+		since = bpf_task_storage_get(&runnable_since, prev, 0, 0);
+		if (since)
+			*since = 0;
+	}
+
+	if (!next->pid)
+		return 0;
+	since = bpf_task_storage_get(&runnable_since, next, 0, 0);
+	if (!since || !*since)
+		return 0;
+	record_wait(next, now > *since ? now - *since : 0);
+	*since = 0;
+	return 0;
+}
