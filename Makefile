@@ -61,14 +61,14 @@ fresh-check:
 
 fmt:
 	cargo fmt
-	clang-format-19 -i scheduler/src/bpf/*.c scheduler/src/bpf/*.h
+	clang-format-19 -i scheduler/src/bpf/*.c scheduler/src/bpf/*.h bench/src/bpf/*.c
 
 # Formatting, clippy, and the BPF interface: each *.bpf.c compiles alone against
 # mosaic.bpf.h (scripts/bpf-interface-check), so no cross-file use goes undeclared.
 lint: build test-deps
 	cargo fmt --check
 	cargo clippy --release -- -D warnings
-	clang-format-19 --dry-run -Werror scheduler/src/bpf/*.c scheduler/src/bpf/*.h
+	clang-format-19 --dry-run -Werror scheduler/src/bpf/*.c scheduler/src/bpf/*.h bench/src/bpf/*.c
 	scripts/bpf-interface-check
 	@$(MAKE) --no-print-directory package-check
 
