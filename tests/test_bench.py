@@ -34,6 +34,12 @@ def test_smoke_pipeline_end_to_end(tmp_path):
     assert mosaic["wait_p99_us"] > 0, mosaic
     eevdf = next(s for s in samples if s["sched"] == "eevdf")
     assert eevdf["wait_max_us"] is None and eevdf["wait_p99_us"] is None, eevdf
+    # the shared measure (mosaic-bench waits) traced both, the same way
+    for s in samples:
+        assert s["shared_wait_count"] > 0 and s["shared_wait_p99_us"] > 0, s
+        assert s["shared_wait_max_us"] >= s["shared_wait_p99_us"] >= s["shared_wait_p50_us"], s
+    # for Mosaic its own longest wait and the tracer's see the same workload
+    assert mosaic["shared_wait_max_us"] <= 2 * mosaic["wait_max_us"], mosaic
     # versions: the guest kernel's release for EEVDF, scx_mosaic's --version
     info = {i["label"]: i for i in run["sched_info"]}
     assert info["eevdf"]["version"] == run["kernel"] != "", info
@@ -44,6 +50,7 @@ def test_smoke_pipeline_end_to_end(tmp_path):
     assert "| scheduler | command | version |" in md, md
     assert f"| mosaic | `{info['mosaic']['command']}` | {info['mosaic']['version']} |" in md, md
     assert "own wait max µs" in md, md
+    assert "shared wait p99" in md, md
     svg = (tmp_path / "bench/hackbench-1llc.svg").read_text()
     assert svg.startswith("<svg") and "mosaic" in svg
     assert (tmp_path / "bench/summary-1llc.svg").exists()
