@@ -95,7 +95,7 @@ struct RunArgs {
     /// Scenario(s) to run (repeatable or comma-separated; default: the default suite, or all with --full)
     #[arg(long, value_delimiter = ',')]
     scenario: Vec<String>,
-    /// VM topology preset(s) (default 1llc; with --full 1llc,2llc-smt)
+    /// VM topology preset(s) (default 1llc; with --full 1llc,2llc-smt,4llc,2node)
     #[arg(long, value_delimiter = ',')]
     topo: Vec<String>,
     /// Schedulers (labels; default: the default set, or all with --full)
@@ -404,7 +404,12 @@ fn run(a: RunArgs) -> Result<()> {
     } else if !a.topo.is_empty() {
         a.topo.clone()
     } else if a.full {
-        vec!["1llc".into(), "2llc-smt".into()]
+        vec![
+            "1llc".into(),
+            "2llc-smt".into(),
+            "4llc".into(),
+            "2node".into(),
+        ]
     } else {
         vec!["1llc".into()]
     };

@@ -104,6 +104,21 @@ fn paired_note(p: Option<(f64, f64, f64, usize)>) -> String {
     }
 }
 
+/// A margin that survives TCG's noise: Mosaic's score over the best peer (above 1: Mosaic ahead)
+/// as a median of per-round ratios with their range. "ahead" when the median is at least
+/// MARGIN or every round is above 1; "behind" in the mirror case; otherwise "not settled".
+const MARGIN: f64 = 1.05;
+
+/// The verdict on a paired() score: ahead, behind or not settled (see MARGIN).
+fn margin_verdict(p: Option<(f64, f64, f64, usize)>) -> &'static str {
+    match p {
+        Some((m, lo, _, _)) if m >= MARGIN || lo > 1.0 => "ahead",
+        Some((m, _, hi, _)) if m <= 1.0 / MARGIN || hi < 1.0 => "behind",
+        Some(_) => "not settled (within noise)",
+        None => "no round with both",
+    }
+}
+
 /// Mosaic's BPF cost in one scenario against the cheapest peer's, per call and per run (None
 /// without a successful Mosaic cell or peers with BPF statistics); per call also round by
 /// round (paired()).
@@ -565,15 +580,16 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                     Some(score(sc, *m.metrics.get(metric)?, *p.metrics.get(metric)?))
                 });
                 lines.push(format!(
-                    "- {}: Mosaic {} vs best peer {} {} → Mosaic {} by {:.1} %; {}, above 1: \
-                     Mosaic ahead",
+                    "- {}: Mosaic {} vs best peer {} {} → medians {} {:.1} %; {}, above 1: \
+                     Mosaic ahead → **{}**",
                     sc.name,
                     fmt(mv),
                     bc.sched,
                     fmt(bv),
-                    if s >= 1.0 { "ahead" } else { "behind" },
+                    if s >= 1.0 { "ahead by" } else { "behind by" },
                     (s - 1.0).abs() * 100.0,
-                    paired_note(by_round)
+                    paired_note(by_round),
+                    margin_verdict(by_round)
                 ));
             }
         }
@@ -582,7 +598,8 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                 o,
                 "Mosaic against the best peer (headline metric, medians; round by round: the \
                  median and range of each round's ratio, the two runs of a round being minutes \
-                 apart in one boot):\n\n{}\n",
+                 apart in one boot; the verdict: ahead when that median is at least ×{MARGIN:.2} \
+                 or every round is ahead, behind in the mirror case, else not settled):\n\n{}\n",
                 lines.join("\n")
             )?;
         }
@@ -984,6 +1001,19 @@ mod tests {
             .ends_with("by ms/run not recorded"));
         cs[0].fail = Some("ejected".into());
         assert_eq!(bpf_line(&run, sc, &cs), None);
+    }
+
+    #[test]
+    fn a_margin_is_ahead_only_past_five_percent_or_in_every_round() {
+        assert_eq!(margin_verdict(Some((1.06, 0.90, 1.20, 5))), "ahead");
+        assert_eq!(margin_verdict(Some((1.02, 1.01, 1.04, 5))), "ahead");
+        assert_eq!(
+            margin_verdict(Some((1.02, 0.97, 1.08, 5))),
+            "not settled (within noise)"
+        );
+        assert_eq!(margin_verdict(Some((0.94, 0.80, 1.10, 5))), "behind");
+        assert_eq!(margin_verdict(Some((0.99, 0.97, 0.995, 5))), "behind");
+        assert_eq!(margin_verdict(None), "no round with both");
     }
 
     #[test]
