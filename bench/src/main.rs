@@ -104,7 +104,7 @@ struct RunArgs {
     /// Interleaved rounds per scenario (at least 5 for reported numbers)
     #[arg(long)]
     rounds: Option<u32>,
-    /// Every scenario, scheduler and ablation, larger sizes, two topologies
+    /// Every scenario, scheduler and ablation, larger sizes, four topologies
     #[arg(long)]
     full: bool,
     /// Pipeline check: tiny sizes, 1 round, EEVDF + mosaic, one scenario (numbers meaningless)
