@@ -6,8 +6,9 @@
  * Three ways to queue a task that finds no idle CPU (--shared-runq): shard
  * (the default, here), seed and off (below). No design was faster on every
  * machine and workload; shard is the one whose work per event stays flat on
- * 192 CPUs and that holds cpu.weight across LLCs (docs/sim-report.md, "Which
- * design the default picks"). With shard, each LLC has one shared runqueue,
+ * 192 CPUs and that holds cpu.weight, within an LLC and across LLCs (the
+ * per-CPU designs balance queue lengths, not weights; docs/design.md).
+ * With shard, each LLC has one shared runqueue,
  * split into shards of --shard-size CPUs; each shard is a vtime-ordered DSQ. A
  * task that wakes and finds no idle CPU is queued on the shard of the CPU it
  * last ran on. A CPU about to go idle (ops.dispatch) pulls from its own shard
