@@ -936,6 +936,18 @@ mod tests {
     use super::*;
     use crate::model::{Sample, SchedInfo};
 
+    /// The Markdown report of a suite of one run, written by @command.
+    fn render(run: ScenarioRun, command: &str) -> String {
+        let suite = Suite {
+            runs: vec![run],
+            skipped: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let md = dir.path().join("b.md");
+        write_report(&suite, &md, &dir.path().join("bench"), command).unwrap();
+        std::fs::read_to_string(&md).unwrap()
+    }
+
     fn sample(sched: &str, round: u32, t: f64, fail: Option<&str>) -> Sample {
         Sample {
             sched: sched.into(),
@@ -1200,14 +1212,7 @@ mod tests {
             run.samples.push(sample("mosaic", r, 5.0, fail));
             run.samples.push(sample("p2dq", r, 6.0, None));
         }
-        let suite = Suite {
-            runs: vec![run],
-            skipped: vec![],
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let md = dir.path().join("b.md");
-        write_report(&suite, &md, &dir.path().join("bench"), "mosaic-bench run").unwrap();
-        let text = std::fs::read_to_string(&md).unwrap();
+        let text = render(run, "mosaic-bench run");
         assert!(
             text.contains(", watchdog 2000 ms (SCX_TIMEOUT_MS),"),
             "{text}"
@@ -1229,14 +1234,7 @@ mod tests {
             scheds: vec!["eevdf".into()],
             ..Default::default()
         };
-        let suite = Suite {
-            runs: vec![run],
-            skipped: vec![],
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let md = dir.path().join("b.md");
-        write_report(&suite, &md, &dir.path().join("bench"), "make bench").unwrap();
-        let text = std::fs::read_to_string(&md).unwrap();
+        let text = render(run, "make bench");
         assert!(text.contains("- Accelerator: kvm\n"), "{text}");
         assert!(!text.contains("Caveat"), "{text}");
     }
@@ -1342,14 +1340,7 @@ mod tests {
             "{lines:?}"
         );
         assert!(!lines[2].contains("wait p99"), "{lines:?}");
-        let suite = Suite {
-            runs: vec![run],
-            skipped: vec![],
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let md = dir.path().join("b.md");
-        write_report(&suite, &md, &dir.path().join("bench"), "make bench").unwrap();
-        let text = std::fs::read_to_string(&md).unwrap();
+        let text = render(run, "make bench");
         for row in [
             "| eevdf | 10.000 | 9.000–11.000 | 3 | 1.00 | – | – | 4 | 512 | – | 3000 | – |\n",
             "| mosaic | 6.000 | 5.000–7.000 | 3 | 0.60 | 100 | 4 | 3 | 384 | 256 | 700 | 1002 |\n",

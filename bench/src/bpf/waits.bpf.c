@@ -18,9 +18,7 @@
  * task blocks, so a wakeup seen while the task still ran leaves nothing
  * behind.
  */
-#include <vmlinux.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
+#include <scx/common.bpf.h>
 
 char _license[] SEC("license") = "GPL";
 
@@ -56,46 +54,18 @@ struct {
 	__type(value, u64);
 } runnable_since SEC(".maps");
 
-/* floor(log2(@v)), 0 for 0 and 1: a fixed cascade of shifts. */
-static __always_inline u32 log2_floor(u64 v)
-{
-	u32 r = 0;
-
-	if (v >> 32) {
-		v >>= 32;
-		r += 32;
-	}
-	if (v >> 16) {
-		v >>= 16;
-		r += 16;
-	}
-	if (v >> 8) {
-		v >>= 8;
-		r += 8;
-	}
-	if (v >> 4) {
-		v >>= 4;
-		r += 4;
-	}
-	if (v >> 2) {
-		v >>= 2;
-		r += 2;
-	}
-	if (v >> 1)
-		r += 1;
-	return r;
-}
-
 /* @p waited @ns before running: count it on this CPU. */
 static __always_inline void record_wait(struct task_struct *p, u64 ns)
 {
 	struct wait_stats *s;
 	u32 key = 0, b;
+	u64 us = ns / 1000;
 
 	s = bpf_map_lookup_elem(&wait_stats, &key);
 	if (!s)
 		return;
-	b = log2_floor(ns / 1000);
+	/* log2_u64() (scx's common.bpf.h) counts bits: 1 for 1, 2 for 2-3 */
+	b = us > 1 ? log2_u64(us) - 1 : 0;
 	if (b >= NR_WAIT_BUCKETS)
 		b = NR_WAIT_BUCKETS - 1;
 	s->hist[b]++;
