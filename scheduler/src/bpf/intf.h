@@ -289,6 +289,10 @@ enum mosaic_stat {
 	STAT_BW_PARKED_MAX_US, /* cpu.max: longest a task stayed parked by its
 				  cgroup's limit (not in wait_max_us),
 				  microseconds */
+	/* vtime.bpf.c: the LLC's clock */
+	STAT_CLOCK_DUE_MOVES, /* an LLC's clock moved up to the vtime a task
+				 was queued at an epoch (wait_target_ns) ago,
+				 not reached meanwhile */
 	/* vtime.bpf.c: wakeup preemption */
 	STAT_WAKE_PREEMPTS, /* woken task with no idle CPU preempted the task
 			       running on its CPU, more than min_slice_ns of

@@ -35,7 +35,11 @@
  *   starts a queued task first after the window ends, and counts at most the
  *   rate its load explains (see the lag above); a task of tiny share
  *   (nice 19, SCHED_IDLE, a crowded or low cpu.weight cgroup), whose one run
- *   costs seconds of vtime, is queued at that bound.
+ *   costs seconds of vtime, is queued at that bound. The clock keeps
+ *   that bound's promise when it slows after a task was queued: once per
+ *   epoch (wait_target_ns) it moves up to the furthest vtime a task was
+ *   queued at by the epoch before (clock_epoch_update()), so a task queued
+ *   ahead waits about two epochs at most.
  * Tasks pinned to one CPU wait on its own queue and take turns only with
  * each other there: while some do, the CPU's queue clock (the largest vtime
  * started from that queue) stands in for the LLC's clock when one of them is
@@ -71,6 +75,10 @@ struct llc_clock {
 	u64 window_vtime; /* the clock then */
 	u64 fair_rate;	  /* how fast it moves if shares hold, Q16, from the
 			   * periodic scan's weighing (vtime_note_llc_load()) */
+	u64 granted;	  /* the furthest vtime a task was queued at */
+	u64 due;	  /* granted as of the last epoch's end: the clock
+			   * reaches it by the end of this epoch */
+	u64 epoch_at;	  /* real time the current epoch started */
 } __attribute__((aligned(64)));
 
 struct llc_clock llc_clocks[MAX_LLCS];
@@ -276,6 +284,18 @@ static __always_inline u64 woken_floor(struct task_struct *p,
 }
 
 /*
+ * A task was queued in @c's LLC at @vtime: keep the furthest such vtime
+ * (clock_epoch_update()). Read first, written only when further: most
+ * tasks queue at or behind the furthest. Two CPUs racing may keep the
+ * nearer of two grants made at the same moment.
+ */
+static __always_inline void clock_note_grant(struct llc_clock *c, u64 vtime)
+{
+	if (time_before(c->granted, vtime))
+		c->granted = vtime;
+}
+
+/*
  * Vtime at which @p is queued on @dsq (0: not a queue the LLC's clock
  * orders) in the LLC of @cpu (on @cpu's own queue if it is in a pinned
  * crowd, see queue_clock()): its own, rebased to that LLC, and not behind the
@@ -310,7 +330,41 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 	else if (time_before(clock + lead, vtime))
 		vtime = clock + lead;
 	p->scx.dsq_vtime = vtime;
+	if (dsq)
+		clock_note_grant(llc_clock_of(llc), vtime);
 	return vtime;
+}
+
+/*
+ * At the end of a rate window at @now, the clock at @vtime: once the epoch
+ * (wait_target_ns at least) is over, move the clock up to what was granted
+ * by the last epoch's end - every task queued then has waited an epoch -
+ * and note what is granted now for the next one. Returns the clock.
+ * The lead bound promises a wait of wait_target_ns at the rate measured
+ * when the task was queued; the clock may then slow down, to MIN_CLOCK_RATE
+ * when the tasks that start are all at or behind it (woken ones, cpu.max's
+ * unparked ones). A task queued one lead ahead then waited up to 64 times
+ * the target: 9-10 s runnable for hogs beside 200 limited cgroups (1llc,
+ * TCG), against 6 s allowed. With this, a queued task waits at most about
+ * two epochs for the clock to reach it. Not counted as clock movement by
+ * the rate (the window starts after it): the move keeps a promise, it
+ * says nothing of how fast the queues' order moves.
+ */
+static __always_inline u64 clock_epoch_update(struct llc_clock *c, u64 now,
+					      u64 vtime)
+{
+	u64 due = c->due;
+
+	if (time_before(now, c->epoch_at + wait_target_ns))
+		return vtime;
+	c->epoch_at = now;
+	c->due = c->granted;
+	if (!due || !time_before(vtime, due))
+		return vtime;
+	if (__sync_val_compare_and_swap(&c->vtime, vtime, due) != vtime)
+		return c->vtime;
+	stat_inc(STAT_CLOCK_DUE_MOVES);
+	return due;
 }
 
 /*
@@ -351,7 +405,7 @@ static __always_inline void clock_rate_update(struct llc_clock *c, u64 now)
 		rate = ((vtime - c->window_vtime) << RATE_SHIFT) / (now - at);
 		c->rate = rate < c->rate ? rate : (7 * c->rate + rate) / 8;
 	}
-	c->window_vtime = vtime;
+	c->window_vtime = clock_epoch_update(c, now, vtime);
 }
 
 /*
