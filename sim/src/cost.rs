@@ -83,6 +83,12 @@ pub struct Costs {
     /// 0 (default): every step exactly as the workload asks, and the seed
     /// only reaches the scheduler's bpf_get_prandom_u32().
     pub step_jitter: f64,
+    /// QEMU TCG's cost of the guest's instructions over the hardware's: > 0
+    /// models the VM's single host thread running the vCPUs in turn
+    /// (engine/tcg.rs), each turn's work and overheads this many times
+    /// slower, with no SMT sharing and no caches to refill; 0 (default):
+    /// hardware, every CPU at once.
+    pub tcg_slowdown: f64,
 }
 
 impl Default for Costs {
@@ -111,6 +117,7 @@ impl Default for Costs {
             ttwu_boundary_l2: false,
             balance_scan_ns: 0.0,
             step_jitter: 0.0,
+            tcg_slowdown: 0.0,
         }
     }
 }
@@ -156,6 +163,7 @@ impl Costs {
             "llc_interference" => &mut self.llc_interference,
             "balance_scan_ns" => &mut self.balance_scan_ns,
             "step_jitter" => &mut self.step_jitter,
+            "tcg_slowdown" => &mut self.tcg_slowdown,
             "line_smt_ns" => &mut self.line_ns[1],
             "line_l2_ns" => &mut self.line_ns[2],
             "line_llc_ns" => &mut self.line_ns[3],

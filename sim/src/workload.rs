@@ -60,7 +60,7 @@ impl Opts {
 }
 
 pub const WORKLOADS: &[(&str, &str)] = &[
-    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1"),
+    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do)"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
@@ -99,7 +99,50 @@ pub struct Hackbench {
     ws: u64,
     threads: bool,
     groups: usize,
+    /// startup=1: the program's own life around its messages (Life)
+    life: Option<Life>,
 }
+
+/// The life of the hackbench (or perf bench messaging) program around the
+/// messages, as both programs run it: a main task forks the workers one by
+/// one; each writes "ready" to a pipe and polls a start pipe; once every
+/// worker is ready the main task writes the start byte, waking them all, and
+/// then reaps each worker as it exits. Costs are the hardware's (the VM's
+/// model stretches them by tcg_slowdown): a fork of a small process 60 us and
+/// its exit 30 us (lmbench's fork+exit class, ~90 us on recent x86), a pipe
+/// write 2 us, a reap 5 us.
+struct Life {
+    /// the main task's index (after the workers)
+    main: usize,
+    phase: Vec<Phase>,
+    /// workers forked, ready, exited, reaped
+    forked: usize,
+    ready: usize,
+    exited: usize,
+    reaped: usize,
+    /// the worker whose fork the main task's last step made
+    forking: Option<usize>,
+    main_waiting: bool,
+    started: bool,
+    at_barrier: Vec<usize>,
+}
+
+/// Where a worker (or the main task) is in the program's life.
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    New,
+    Readying,
+    AtBarrier,
+    Working,
+    Exiting,
+    /// the main task: forking, waiting for the workers, reaping
+    Main,
+}
+
+const FORK_NS: u64 = 60_000;
+const EXIT_NS: u64 = 30_000;
+const PIPE_WRITE_NS: u64 = 2_000;
+const REAP_NS: u64 = 5_000;
 
 #[derive(Clone)]
 enum Role {
@@ -160,19 +203,111 @@ impl Hackbench {
             ws: 16 << 10,
             threads: o.get("threads", 0) != 0,
             groups,
+            life: (o.get("startup", 0) != 0).then(|| Life {
+                main: n,
+                phase: (0..=n)
+                    .map(|i| if i == n { Phase::Main } else { Phase::New })
+                    .collect(),
+                forked: 0,
+                ready: 0,
+                exited: 0,
+                reaped: 0,
+                forking: None,
+                main_waiting: false,
+                started: false,
+                at_barrier: Vec::new(),
+            }),
+        }
+    }
+
+    /// The main task's next step (startup=1): fork each worker, wait until
+    /// all are ready, open the start barrier, reap the workers.
+    fn main_step(&mut self, wakes: &mut Vec<usize>) -> Step {
+        let n = self.role.len();
+        let l = self.life.as_mut().unwrap();
+        if let Some(c) = l.forking.take() {
+            wakes.push(c);
+        }
+        if l.forked < n {
+            l.forking = Some(l.forked);
+            l.forked += 1;
+            return Step::Run(FORK_NS);
+        }
+        if !l.started {
+            if l.ready < n {
+                l.main_waiting = true;
+                return Step::Block;
+            }
+            l.started = true;
+            // the start byte lands at the end of this step's write
+            wakes.append(&mut l.at_barrier);
+            return Step::Run(PIPE_WRITE_NS);
+        }
+        if l.reaped < l.exited {
+            let k = (l.exited - l.reaped) as u64;
+            l.reaped = l.exited;
+            return Step::Run(k * REAP_NS);
+        }
+        if l.reaped == n {
+            return Step::Exit;
+        }
+        l.main_waiting = true;
+        Step::Block
+    }
+
+    /// A worker's step outside its messages (startup=1): report ready and
+    /// wait at the start barrier first, exit last; None while it works.
+    fn life_step(&mut self, t: usize, wakes: &mut Vec<usize>) -> Option<Step> {
+        let n = self.role.len();
+        let l = self.life.as_mut()?;
+        match l.phase[t] {
+            Phase::New => {
+                l.phase[t] = Phase::Readying;
+                Some(Step::Run(PIPE_WRITE_NS))
+            }
+            Phase::Readying => {
+                l.ready += 1;
+                if l.ready == n && l.main_waiting {
+                    l.main_waiting = false;
+                    wakes.push(l.main);
+                }
+                if l.started {
+                    l.phase[t] = Phase::Working;
+                    return None;
+                }
+                l.phase[t] = Phase::AtBarrier;
+                l.at_barrier.push(t);
+                Some(Step::Block)
+            }
+            Phase::AtBarrier => {
+                l.phase[t] = Phase::Working;
+                None
+            }
+            Phase::Working | Phase::Main => None,
+            Phase::Exiting => {
+                l.exited += 1;
+                if l.main_waiting {
+                    l.main_waiting = false;
+                    wakes.push(l.main);
+                }
+                Some(Step::Exit)
+            }
         }
     }
 }
 
 impl Wl for Hackbench {
     fn tasks(&self) -> Vec<TaskSpec> {
+        let main = self.life.as_ref().map(|_| "hb-main");
         self.role
             .iter()
-            .map(|r| TaskSpec {
-                name: match r {
-                    Role::Sender { .. } => "hb-sender".into(),
-                    Role::Receiver { .. } => "hb-receiver".into(),
-                },
+            .map(|r| match r {
+                Role::Sender { .. } => "hb-sender",
+                Role::Receiver { .. } => "hb-receiver",
+            })
+            .chain(main)
+            .map(|name| TaskSpec {
+                name: name.into(),
                 cgroup: 0,
                 weight: 100,
                 cpus: None,
@@ -185,8 +320,51 @@ impl Wl for Hackbench {
             .collect()
     }
 
+    fn starts_asleep(&self, t: usize) -> bool {
+        self.life.as_ref().is_some_and(|l| t != l.main)
+    }
+
+    fn start_cpu(&self, _t: usize) -> Option<usize> {
+        // forked workers start where the main task runs
+        self.life.as_ref().map(|_| 0)
+    }
+
     fn step(&mut self, t: usize, _now: u64, wakes: &mut Vec<usize>) -> Step {
-        // apply what the previous step did
+        if self.life.as_ref().is_some_and(|l| t == l.main) {
+            return self.main_step(wakes);
+        }
+        self.apply_effects(t, wakes);
+        if let Some(step) = self.life_step(t, wakes) {
+            return step;
+        }
+        let step = self.message_step(t);
+        if step != Step::Exit {
+            return step;
+        }
+        match self.life.as_mut() {
+            Some(l) => {
+                l.phase[t] = Phase::Exiting;
+                Step::Run(EXIT_NS)
+            }
+            None => Step::Exit,
+        }
+    }
+
+    fn done(&self) -> bool {
+        false
+    }
+
+    fn metrics(&self, _end: u64) -> Value {
+        json!({"groups": self.groups, "fds": self.fds, "loops": self.loops,
+               "startup": self.life.is_some(),
+               "messages": self.groups as u64 * (self.fds * self.fds) as u64 * self.loops})
+    }
+}
+
+impl Hackbench {
+    /// Applies what @t's previous step did to the pipes: messages put and
+    /// taken, and the tasks that wakes.
+    fn apply_effects(&mut self, t: usize, wakes: &mut Vec<usize>) {
         for e in std::mem::take(&mut self.pending[t]) {
             match e {
                 Effect::Put(c, k) => {
@@ -205,6 +383,11 @@ impl Wl for Hackbench {
                 }
             }
         }
+    }
+
+    /// @t's next step of messages: a batch read or written, a block on an
+    /// empty or full pipe, or the exit once its messages are done.
+    fn message_step(&mut self, t: usize) -> Step {
         match self.role[t].clone() {
             Role::Receiver { chan, left } => {
                 if left == 0 {
@@ -267,15 +450,6 @@ impl Wl for Hackbench {
                 Step::Run(n * self.write_ns)
             }
         }
-    }
-
-    fn done(&self) -> bool {
-        false
-    }
-
-    fn metrics(&self, _end: u64) -> Value {
-        json!({"groups": self.groups, "fds": self.fds, "loops": self.loops,
-               "messages": self.groups as u64 * (self.fds * self.fds) as u64 * self.loops})
     }
 }
 

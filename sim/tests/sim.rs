@@ -32,6 +32,7 @@ fn invariants_hold_on_every_workload_and_vm_topology() {
     ] {
         for w in [
             "hackbench:groups=2,loops=30",
+            "hackbench:groups=2,loops=30,startup=1",
             "pipe:loops=500,pairs=2",
             "rr:clients=8,loops=50",
             "memgroups:groups=3,threads=3,work_ms=3",
@@ -448,6 +449,66 @@ fn a_woken_root_task_beside_200_busy_cgroups_preempts_and_waits_little() {
         assert!(
             with * 10.0 < without,
             "seed {seed}: probe mean wait {with} us with preemption, {without} us without"
+        );
+    }
+}
+
+/// Simulated seconds of @workload on @machine with cost overrides @costs.
+fn completion_s(name: &str, machine: &str, workload: &str, costs: &[&str]) -> f64 {
+    let mut args = vec!["--machine", machine, "--workload", workload];
+    for c in costs {
+        args.extend(["--cost", c]);
+    }
+    let (ok, j) = sim(name, &args);
+    assert!(ok, "{name}: {} {}", j["exit"], j["invariants"]);
+    assert_eq!(j["completed"], true, "{name}: tasks left");
+    j["completion_time_s"].as_f64().unwrap()
+}
+
+#[test]
+fn the_programs_life_forks_the_workers_one_by_one_then_reaps_them() {
+    // 2 groups of 5 + 5: the main task forks 20 workers in turn (60 us
+    // each), so the run is at least that much longer than the messages alone
+    let w = "hackbench:groups=2,fds=5,loops=20";
+    let bare = completion_s("life-off", "1llc", w, &[]);
+    let life = completion_s("life-on", "1llc", &format!("{w},startup=1"), &[]);
+    assert!(
+        life >= bare + 20.0 * 60e-6,
+        "startup=1 {life} s, messages alone {bare} s"
+    );
+    // the forked workers wake on the idle CPUs beside the main task
+    let (ok, j) = sim(
+        "life-idle",
+        &["--machine", "1llc", "--workload", &format!("{w},startup=1")],
+    );
+    assert!(ok);
+    assert!(counter(&j, "wake_llc_idle") > 0, "{}", j["counters"]);
+    assert_eq!(j["workload"]["startup"], true);
+}
+
+#[test]
+fn the_vms_host_thread_runs_one_vcpu_at_a_time() {
+    // pipe's pair shares one CPU: one vCPU busy, nothing to take turns with,
+    // so at slowdown 1 the host thread changes nothing but the turns' costs
+    let pipe = "pipe:pairs=1,loops=2000";
+    let hw = completion_s("tcg-pipe-hw", "1llc", pipe, &[]);
+    let one = completion_s("tcg-pipe-1", "1llc", pipe, &["tcg_slowdown=1"]);
+    assert!((one - hw).abs() <= 0.1 * hw, "pipe {one} s on TCG, {hw} s");
+    // four busy CPUs in turn: about four times as long
+    let hb = "hackbench:groups=4,fds=10,loops=20";
+    let hw = completion_s("tcg-hb-hw", "1llc", hb, &[]);
+    let one = completion_s("tcg-hb-1", "1llc", hb, &["tcg_slowdown=1"]);
+    assert!(one >= 3.0 * hw, "hackbench {one} s on TCG, {hw} s");
+    // and the slowdown stretches it further
+    let two = completion_s("tcg-hb-2", "1llc", hb, &["tcg_slowdown=2"]);
+    assert!(two >= 1.8 * one, "slowdown 2: {two} s, 1: {one} s");
+    // the invariants hold across LLCs and nodes in turn too
+    for m in ["2llc-smt", "2node", "l2-8"] {
+        completion_s(
+            "tcg-inv",
+            m,
+            &format!("{hb},startup=1"),
+            &["tcg_slowdown=4"],
         );
     }
 }

@@ -113,6 +113,10 @@ pub(super) fn settle_work(e: &mut Engine, cpu: usize) {
 fn rate(e: &Engine, cpu: usize, t: usize) -> f64 {
     let cap = e.m.cpu(cpu).capacity as f64 / 1024.0;
     let mut r = e.m.speed * cap;
+    if e.tcg.is_some() {
+        // one host thread: no sibling shares a core, no cache is shared
+        return r;
+    }
     if e.m.siblings[cpu].iter().any(|&s| e.cpus[s].curr.is_some()) {
         r *= e.cfg.costs.smt_rate.max(0.05);
     }
@@ -165,11 +169,13 @@ fn rate(e: &Engine, cpu: usize, t: usize) -> f64 {
     r
 }
 
-/// Starts (or continues) the current task's step on @cpu after overhead.
-fn start_segment(e: &mut Engine, cpu: usize) {
+/// Starts (or continues) the current task's step on @cpu after overhead
+/// (both stretched by TCG's slowdown in the VM's model, tcg.rs).
+pub(super) fn start_segment(e: &mut Engine, cpu: usize) {
     let Some(t) = e.cpus[cpu].curr else { return };
-    let r = rate(e, cpu, t);
-    let ovh = std::mem::take(&mut e.cpus[cpu].overhead);
+    let slow = e.tcg_slowdown();
+    let r = rate(e, cpu, t) / slow;
+    let ovh = std::mem::take(&mut e.cpus[cpu].overhead) * slow;
     e.cpus[cpu].gen += 1;
     e.cpus[cpu].seg_start = e.now + ovh as u64;
     e.cpus[cpu].seg_rate = r;
@@ -511,7 +517,10 @@ fn pick_next(e: &mut Engine, cpu: usize) {
         dist = e.m.dist(last, cpu);
         if dist != Dist::Same {
             e.migrations[dist as usize] += 1;
-            ovh += c.refill(e.tasks[t].spec.ws_bytes, dist);
+            if e.tcg.is_none() {
+                // TCG has no caches to refill
+                ovh += c.refill(e.tasks[t].spec.ws_bytes, dist);
+            }
         }
     }
     e.tasks[t].last_ran = Some(cpu);

@@ -5,8 +5,9 @@
 //! `locks` (lock wait accounting), `idle` (idle masks, idle CPU picking),
 //! `kernel` (the rules: wakeup, enqueue, schedule, pick_next, preemption),
 //! `run` (loading the scheduler, the event loop), `checks` (invariants),
-//! `outcome` (result JSON), `ops` (the scheduler's callbacks) and
-//! `context` (how the kfuncs reach the engine). This file holds the engine
+//! `outcome` (result JSON), `ops` (the scheduler's callbacks),
+//! `context` (how the kfuncs reach the engine) and `tcg` (the VM's single
+//! host thread, when the cost model asks for it). This file holds the engine
 //! itself and the small services the kfuncs ask of it.
 //!
 //! One run per process (the native scheduler's globals are process state):
@@ -36,6 +37,7 @@ mod ops;
 mod outcome;
 mod run;
 mod state;
+mod tcg;
 
 pub use context::with_engine;
 pub use outcome::{percentiles, Outcome};
@@ -104,6 +106,8 @@ pub struct Engine {
     /// BPF timers by address: (map, callback, cpu, generation, key)
     timers: BTreeMap<usize, (usize, usize, usize, u64, u32)>,
     nr_dead: usize,
+    /// the VM's host thread, when the cost model asks for TCG (tcg.rs)
+    tcg: Option<tcg::Tcg>,
 }
 
 impl Engine {
@@ -168,6 +172,7 @@ impl Engine {
             gb: None,
             timers: BTreeMap::new(),
             nr_dead: 0,
+            tcg: (cfg.costs.tcg_slowdown > 0.0).then(|| tcg::Tcg::new(n)),
             cfg,
         })
     }
@@ -253,6 +258,16 @@ impl Engine {
                 0
             }
             None => -22,
+        }
+    }
+
+    /// How many times slower than the hardware the guest's instructions run:
+    /// TCG's slowdown in the VM's model, else 1.
+    pub(super) fn tcg_slowdown(&self) -> f64 {
+        if self.tcg.is_some() {
+            self.cfg.costs.tcg_slowdown
+        } else {
+            1.0
         }
     }
 
@@ -361,7 +376,10 @@ pub(crate) mod tests {
         {
             let Reverse((at, _, ev)) = e.events.pop().unwrap();
             e.now = at;
-            run::on_event(e, ev);
+            if tcg::admit(e, ev) {
+                run::on_event(e, ev);
+            }
+            tcg::serve(e);
         }
         e.now = until;
     }

@@ -49,8 +49,10 @@ impl Engine {
         let nt = self.tasks.len();
         for t in 0..nt {
             self.tasks[t].state = TState::Sleeping;
-            let cpu = self.tasks[t].cpu;
-            wake(self, t, cpu, false);
+            if !self.wl.starts_asleep(t) {
+                let cpu = self.tasks[t].cpu;
+                wake(self, t, cpu, false);
+            }
         }
         self.push(1_000_000, Ev::Check);
         let end = self.event_loop();
@@ -153,7 +155,10 @@ impl Engine {
             }
             self.now = at;
             self.events_done += 1;
-            on_event(self, ev);
+            if super::tcg::admit(self, ev) {
+                on_event(self, ev);
+            }
+            super::tcg::serve(self);
             if self.nr_dead == self.tasks.len() {
                 end = self.now;
                 break;
@@ -270,6 +275,7 @@ pub(super) fn on_event(e: &mut Engine, ev: Ev) {
             flush_kicks(e);
         }
         Ev::Check => e.check(),
+        Ev::TcgKick { .. } => {} // tcg.rs serves it
         Ev::Balance => {
             if let Some(mut b) = e.gb.take() {
                 b.tick(&mut e.maps, e.now);

@@ -73,6 +73,11 @@ pub trait Wl {
     fn wakes_sync(&self) -> bool {
         true
     }
+    /// Whether task @i starts asleep, for another task to wake (a forked
+    /// worker); the others are woken at the start.
+    fn starts_asleep(&self, _i: usize) -> bool {
+        false
+    }
     /// CPU task @i starts on; None: spread, one CPU after the other.
     fn start_cpu(&self, _i: usize) -> Option<usize> {
         None
@@ -246,6 +251,10 @@ pub(super) enum Ev {
     Check,
     /// a period of the group balancer's userspace loop
     Balance,
+    /// QEMU's round-robin kick of the vCPU holding the host thread (tcg.rs)
+    TcgKick {
+        turn: u64,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -1,0 +1,175 @@
+//! QEMU's single-threaded TCG (`vm/run`'s accelerator here): one host
+//! thread runs the guest's vCPUs in turn, so the VM presets' counters come
+//! from a machine whose CPUs do not run at once. With the cost model's
+//! `tcg_slowdown` > 0 the engine models that host thread:
+//!
+//! - WHAT: one vCPU at a time holds the host thread (the turn); only its
+//!   task makes progress, and only its events (ticks, IPIs, timers) are
+//!   served. An event for another vCPU waits for that vCPU's next turn.
+//! - HOW (QEMU's round-robin loop, accel/tcg/tcg-accel-ops-rr.c): a turn
+//!   ends when its vCPU halts (idles), when a host timer raises an interrupt
+//!   for any vCPU (the guest's ticks, hrtimers, the scheduler's BPF timers:
+//!   the main loop kicks the running vCPU out), or at the round-robin kick
+//!   period; the next turn goes to the next vCPU in index order that has a
+//!   task or a pending event. An IPI from one vCPU to another raises no kick
+//!   (both live on the one thread): the target serves it on its turn.
+//!   Guest time is host time, and every instruction of the guest costs
+//!   `tcg_slowdown` times its hardware time: work and overheads stretch by
+//!   it.
+//! - WHY: the VM's counters (docs/sim-vm-counters.json) are what the
+//!   simulator is held to; a hardware-like model runs every CPU at once, so
+//!   a CPU that idles there finds the other LLC's queue drained, where in the
+//!   VM its vCPUs sit frozen with their queues full.
+use super::kernel::{settle_work, start_segment};
+use super::state::Ev;
+use super::Engine;
+
+/// QEMU's TCG_KICK_PERIOD: the longest turn (ns).
+pub(super) const KICK_PERIOD_NS: u64 = 100_000_000;
+
+/// The host thread's state (Engine::tcg, when the cost model asks for it).
+pub(super) struct Tcg {
+    /// the vCPU holding the host thread; None: every vCPU halted
+    pub(super) on: Option<usize>,
+    /// bumped at each turn, to drop a stale kick period
+    pub(super) turn: u64,
+    /// events for each vCPU raised while it was off the host thread
+    pub(super) pending: Vec<Vec<Ev>>,
+    /// turns begun, and those ended by a host timer's kick
+    pub(super) turns: u64,
+    pub(super) kicks: u64,
+}
+
+impl Tcg {
+    pub(super) fn new(nr_cpus: usize) -> Tcg {
+        Tcg {
+            on: None,
+            turn: 0,
+            pending: vec![Vec::new(); nr_cpus],
+            turns: 0,
+            kicks: 0,
+        }
+    }
+}
+
+/// The vCPU an event is served on, and whether it is raised by a host timer
+/// (which kicks the running vCPU off the host thread); None: not a vCPU's
+/// event (the simulator's own checks, the group balancer's period).
+fn target(e: &Engine, ev: &Ev) -> Option<(usize, bool)> {
+    match *ev {
+        Ev::RunDone { cpu, .. } => Some((cpu, false)),
+        Ev::Resched { cpu } => Some((cpu, false)),
+        Ev::TtwuPending { cpu, .. } => Some((cpu, false)),
+        Ev::Tick { cpu } => Some((cpu, true)),
+        Ev::TimerWake { t } => Some((e.tasks[t].cpu, true)),
+        Ev::Timer { id, .. } => e.timers.get(&id).map(|t| (t.2, true)),
+        Ev::Check | Ev::Balance | Ev::TcgKick { .. } => None,
+    }
+}
+
+/// Whether @cpu wants the host thread: it has a task or a pending event.
+fn wants_turn(e: &Engine, cpu: usize) -> bool {
+    let tcg = e.tcg.as_ref().unwrap();
+    e.cpus[cpu].curr.is_some() || !tcg.pending[cpu].is_empty()
+}
+
+/// Whether @ev may be served now; if not, it is kept for its vCPU's turn
+/// (and a host timer's interrupt ends the turn under way).
+pub(super) fn admit(e: &mut Engine, ev: Ev) -> bool {
+    if e.tcg.is_none() {
+        return true;
+    }
+    if let Ev::TcgKick { turn } = ev {
+        if e.tcg.as_ref().unwrap().turn == turn {
+            e.tcg.as_mut().unwrap().kicks += 1;
+            next_turn(e);
+        }
+        return false;
+    }
+    let Some((cpu, kick)) = target(e, &ev) else {
+        return true;
+    };
+    let on = e.tcg.as_ref().unwrap().on;
+    if let Ev::RunDone { gen, .. } = ev {
+        // a vCPU off the host thread has no segment under way
+        return on == Some(cpu) || e.cpus[cpu].gen != gen;
+    }
+    if on == Some(cpu) && !kick {
+        return true;
+    }
+    e.tcg.as_mut().unwrap().pending[cpu].push(ev);
+    if on.is_none() {
+        begin_turn(e, cpu);
+    } else if kick {
+        e.tcg.as_mut().unwrap().kicks += 1;
+        next_turn(e);
+    }
+    false
+}
+
+/// After an event: the vCPU holding the host thread serves the events
+/// raised for it while it was off, in order; one that halted with nothing
+/// pending gives the thread to the next that wants it.
+pub(super) fn serve(e: &mut Engine) {
+    while e.exit.is_none() {
+        let Some(on) = e.tcg.as_ref().and_then(|t| t.on) else {
+            return;
+        };
+        let tcg = e.tcg.as_mut().unwrap();
+        if !tcg.pending[on].is_empty() {
+            let ev = tcg.pending[on].remove(0);
+            super::run::on_event(e, ev);
+        } else if e.cpus[on].curr.is_none() {
+            next_turn(e);
+        } else {
+            return;
+        }
+    }
+}
+
+/// Ends the turn under way and begins the next vCPU's in round-robin order
+/// (the same vCPU again if it is the only one that wants the thread).
+fn next_turn(e: &mut Engine) {
+    let n = e.cpus.len();
+    let on = e.tcg.as_ref().unwrap().on;
+    if let Some(c) = on {
+        freeze(e, c);
+    }
+    e.tcg.as_mut().unwrap().on = None;
+    let from = on.map_or(0, |c| c + 1);
+    let next = (0..n).map(|i| (from + i) % n).find(|&c| wants_turn(e, c));
+    if let Some(c) = next {
+        begin_turn(e, c);
+    }
+}
+
+/// Stops @cpu's segment: its task keeps the work it has done and the
+/// overhead it has not yet paid.
+fn freeze(e: &mut Engine, cpu: usize) {
+    if e.cpus[cpu].curr.is_none() {
+        return;
+    }
+    let slow = e.cfg.costs.tcg_slowdown;
+    let unpaid = e.cpus[cpu].seg_start.saturating_sub(e.now) as f64 / slow;
+    settle_work(e, cpu);
+    e.cpus[cpu].overhead += unpaid;
+    e.cpus[cpu].gen += 1;
+}
+
+/// Gives @cpu the host thread: its segment resumes; the events raised for
+/// it meanwhile are served next (serve), ticks missed meanwhile once, as a
+/// one-shot timer fires.
+fn begin_turn(e: &mut Engine, cpu: usize) {
+    let tcg = e.tcg.as_mut().unwrap();
+    tcg.on = Some(cpu);
+    tcg.turn += 1;
+    tcg.turns += 1;
+    let turn = tcg.turn;
+    let mut ticked = false;
+    tcg.pending[cpu]
+        .retain(|ev| !matches!(ev, Ev::Tick { .. }) || !std::mem::replace(&mut ticked, true));
+    e.push(e.now + KICK_PERIOD_NS, Ev::TcgKick { turn });
+    if e.cpus[cpu].curr.is_some() {
+        start_segment(e, cpu);
+    }
+}
