@@ -243,6 +243,11 @@ pub fn run(secs: Option<f64>, verbose: bool) -> Result<()> {
         .map_err(|e| load_error("open", e))?;
     let mut skel = open.load().map_err(|e| load_error("load", e))?;
     skel.attach().map_err(|e| load_error("attach", e))?;
+    // only now: a wakeup stamped before sched_switch was traced is never cleared (waits.bpf.c)
+    match skel.maps.bss_data.as_deref_mut() {
+        Some(bss) => bss.armed = true,
+        None => bail!("cannot arm the wait tracer: its .bss is not mapped"),
+    }
     eprintln!("mosaic-bench waits: tracing; SIGINT or SIGTERM stops");
     let t0 = Instant::now();
     wait_for_stop(&set, secs.map(|s| t0 + Duration::from_secs_f64(s)));

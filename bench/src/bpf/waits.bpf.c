@@ -17,6 +17,12 @@
  * out overwrites it when the task stays runnable and clears it when the
  * task blocks, so a wakeup seen while the task still ran leaves nothing
  * behind.
+ *
+ * Nothing is stamped before userspace sets `armed`, once all three programs
+ * are attached: libbpf attaches sched_wakeup first, and a task woken, run and
+ * blocked before sched_switch was attached kept that stamp through its sleep
+ * - its next wakeup keeps an earlier stamp - and its next run counted the
+ * sleep as a wait (per-CPU kthreads, 0.1-3.9 s, under every scheduler).
  */
 #include <scx/common.bpf.h>
 
@@ -45,6 +51,9 @@ struct {
 	__type(key, u32);
 	__type(value, struct wait_stats);
 } wait_stats SEC(".maps");
+
+/* Set by userspace once every program is attached: stamp only from then. */
+bool armed;
 
 /* Per task: when it became runnable, ns (0: not waiting). */
 struct {
@@ -87,7 +96,7 @@ static __always_inline void wait_start(struct task_struct *p, u64 now,
 {
 	u64 *since;
 
-	if (!p->pid)
+	if (!p->pid || !armed)
 		return;
 	since = bpf_task_storage_get(&runnable_since, p, 0,
 				     BPF_LOCAL_STORAGE_GET_F_CREATE);
