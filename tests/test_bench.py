@@ -38,12 +38,13 @@ def test_smoke_pipeline_end_to_end(tmp_path):
     for s in samples:
         assert s["shared_wait_count"] > 0 and s["shared_wait_p99_us"] > 0, s
         assert s["shared_wait_max_us"] >= s["shared_wait_p99_us"] >= s["shared_wait_p50_us"], s
-    # for Mosaic its own p99 and the tracer's fall in the same log2 bucket or next to it. Per
-    # round the maxima agreed within 0.1 ms in 28 of 30 hackbench and messaging rounds on 4llc
-    # and 2node; in the other two the tracer's longest was a per-CPU kthread's wait (kworker
-    # 1.33 s, ksoftirqd 0.70 s) that Mosaic's own counter did not record (cause not found).
+    # for Mosaic its own p99 and the tracer's fall in the same log2 bucket or next to it
     own, shared = mosaic["wait_p99_us"], mosaic["shared_wait_p99_us"]
     assert own / 2 <= shared <= own * 2, mosaic
+    # and the tracer, inside Mosaic's window, sees no longer wait than Mosaic's own counter
+    # (1 ms for the two clocks' reads): a tracer that stamped wakeups before it traced
+    # sched_switch turned per-CPU kthreads' sleeps into waits of up to 3.9 s
+    assert mosaic["shared_wait_max_us"] <= mosaic["wait_max_us"] + 1000, mosaic
     # versions: the guest kernel's release for EEVDF, scx_mosaic's --version
     info = {i["label"]: i for i in run["sched_info"]}
     assert info["eevdf"]["version"] == run["kernel"] != "", info
