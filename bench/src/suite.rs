@@ -399,6 +399,17 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic("--shared-runq=shard --shard-size 2"),
         default: false,
     },
+    // The slice (--slice-us, default 20 ms) against the waits it makes under a crowd.
+    Sched {
+        label: "mosaic-slice-10ms",
+        kind: Kind::Mosaic("--slice-us 10000"),
+        default: false,
+    },
+    Sched {
+        label: "mosaic-slice-5ms",
+        kind: Kind::Mosaic("--slice-us 5000"),
+        default: false,
+    },
     Sched {
         label: "mosaic-no-l2-locality",
         kind: Kind::Mosaic("--no-l2-locality"),
