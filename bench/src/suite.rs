@@ -410,6 +410,13 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic("--slice-us 5000"),
         default: false,
     },
+    // The lead bound's wait target: an eighth of the watchdog timeout, at most 500 ms
+    // (tunables::wait_target_ns): 250 ms with a 2 s watchdog.
+    Sched {
+        label: "mosaic-watchdog-2s",
+        kind: Kind::Mosaic("--timeout-ms 2000"),
+        default: false,
+    },
     Sched {
         label: "mosaic-no-l2-locality",
         kind: Kind::Mosaic("--no-l2-locality"),
