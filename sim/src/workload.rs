@@ -239,7 +239,8 @@ impl Hackbench {
                 return Step::Block;
             }
             l.started = true;
-            // the start byte lands at the end of this step's write
+            // the start byte: the workers at the barrier wake as the write
+            // begins, the write's own cost follows
             wakes.append(&mut l.at_barrier);
             return Step::Run(PIPE_WRITE_NS);
         }

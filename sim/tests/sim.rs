@@ -499,6 +499,29 @@ fn the_vms_host_thread_runs_one_vcpu_at_a_time() {
     let hw = completion_s("tcg-hb-hw", "1llc", hb, &[]);
     let one = completion_s("tcg-hb-1", "1llc", hb, &["tcg_slowdown=1"]);
     assert!(one >= 3.0 * hw, "hackbench {one} s on TCG, {hw} s");
+    // the ticks' kicks ended turns (a busy vCPU ticks every 4 ms at HZ=250),
+    // and the vCPUs that halted gave theirs up too
+    let (ok, j) = sim(
+        "tcg-turns",
+        &[
+            "--machine",
+            "1llc",
+            "--workload",
+            hb,
+            "--cost",
+            "tcg_slowdown=1",
+        ],
+    );
+    assert!(ok);
+    let ms = j["completion_time_s"].as_f64().unwrap() * 1e3;
+    let turns = j["tcg"]["turns"].as_u64().unwrap();
+    let kicks = j["tcg"]["kicks"].as_u64().unwrap();
+    assert!(kicks as f64 >= ms / 4.0, "{kicks} kicks in {ms} ms");
+    assert!(turns > kicks, "{turns} turns, {kicks} kicks");
+    assert_eq!(
+        sim("hw-turns", &["--machine", "1llc", "--workload", hb]).1["tcg"],
+        serde_json::Value::Null
+    );
     // and the slowdown stretches it further
     let two = completion_s("tcg-hb-2", "1llc", hb, &["tcg_slowdown=2"]);
     assert!(two >= 1.8 * one, "slowdown 2: {two} s, 1: {one} s");

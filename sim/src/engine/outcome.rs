@@ -97,6 +97,7 @@ impl Engine {
                          "loop_iterations": self.bpf_work.loop_iterations,
                          "per_callback": self.bpf_work.per_callback()},
             "costs": self.cfg.costs,
+            "tcg": self.tcg.as_ref().map_or(Value::Null, |t| json!({"turns": t.turns, "kicks": t.kicks})),
         });
         Outcome { json, ok }
     }
