@@ -283,7 +283,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     // the hardware model and on the model of the VM's host thread
     let mut compared: Vec<(&str, String, String, f64, f64, Class)> = Vec::new();
     let mut compared_tcg: Vec<(&str, String, String, f64, f64, Class)> = Vec::new();
-    // wall times per workload: (preset, VM median, hardware model, host-thread model)
+    // wall times: (workload, preset, VM median, hardware model, host-thread model)
     let mut walls: Vec<(String, String, f64, f64, f64)> = Vec::new();
     for (preset, runs) in presets {
         let runs = runs.as_array().context("runs")?;
@@ -322,8 +322,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
                         ratio(r, &x["counters"], x["wall_s"].as_f64().unwrap_or(0.0) * 1e9)
                     })
                     .collect();
-                let lo = vm_vals.iter().cloned().fold(f64::INFINITY, f64::min);
-                let hi = vm_vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let (lo, hi) = span(&vm_vals);
                 let vm_med = median(vm_vals);
                 let vm_cell = match vm_med {
                     Some(m) => format!("{m:.3} ({lo:.3}–{hi:.3})"),
@@ -421,6 +420,13 @@ fn cell_summary(compared: &[(&str, String, String, f64, f64, Class)]) -> String 
 /// its cells are left out of that model's count.
 const CALIBRATION_PRESET: &str = "1llc";
 
+/// The smallest and largest of @v.
+fn span(v: &[f64]) -> (f64, f64) {
+    let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
 /// The VM's wall times (s) of workload @name in @runs.
 fn vm_walls(runs: &[Value], name: &str) -> Vec<f64> {
     runs.iter()
@@ -506,8 +512,7 @@ fn tcg_summary(
         }
     }
     let range = |v: Vec<f64>| {
-        let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
-        let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = span(&v);
         format!("{lo:.3}–{hi:.3} s")
     };
     let mut times = Vec::new();

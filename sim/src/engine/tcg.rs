@@ -25,16 +25,16 @@ use super::state::Ev;
 use super::Engine;
 
 /// QEMU's TCG_KICK_PERIOD: the longest turn (ns).
-pub(super) const KICK_PERIOD_NS: u64 = 100_000_000;
+const KICK_PERIOD_NS: u64 = 100_000_000;
 
 /// The host thread's state (Engine::tcg, when the cost model asks for it).
 pub(super) struct Tcg {
     /// the vCPU holding the host thread; None: every vCPU halted
-    pub(super) on: Option<usize>,
+    on: Option<usize>,
     /// bumped at each turn, to drop a stale kick period
-    pub(super) turn: u64,
+    turn: u64,
     /// events for each vCPU raised while it was off the host thread
-    pub(super) pending: Vec<Vec<Ev>>,
+    pending: Vec<Vec<Ev>>,
     /// turns begun, and those ended by a host timer's kick
     pub(super) turns: u64,
     pub(super) kicks: u64,
