@@ -157,10 +157,11 @@ pub fn run(exe: &Path, dir: &Path, jobs: usize, base_seed: u64) -> Result<Vec<Ce
 
 /// What each design costs beyond speed: its BPF work per callback on the
 /// largest machine over the 8-CPU one (the simulator's bound: 2x), and the
-/// two-cgroup weight split across LLCs (1.0: exact).
+/// two-cgroup weight splits across LLCs and within one (1.0: exact).
 pub struct Costs {
     pub work_ratio: [f64; 3],
     pub weight_share: [f64; 3],
+    pub weight_share_llc: [f64; 3],
 }
 
 /// The machines and workloads of the work ratio, and the weight workload.
@@ -168,6 +169,12 @@ const WORK_SMALL: &str = "2llc-smt";
 const WORK_LARGE: &str = "epyc-9654x2";
 const WORK_LOAD: &str = "hackbench:loops=50";
 const WEIGHT_LOAD: &str = "hogs:counts=8:8,weights=100:100,late_ms=1000,ms=5000";
+/// Within one LLC: tests/test_weight.py's flat case (8 tasks at cpu.weight
+/// 100 against 4 at 300).
+const WEIGHT_LLC: &str = "1llc";
+const WEIGHT_LOAD_LLC: &str = "hogs:counts=8:4,weights=100:300,ms=8000";
+/// A split at least this close to exact counts as kept.
+const WEIGHT_KEPT: f64 = 0.9;
 
 /// Runs the cost measures of every side (RNG seed @seed).
 pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
@@ -195,6 +202,7 @@ pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
     let mut c = Costs {
         work_ratio: [0.0; 3],
         weight_share: [0.0; 3],
+        weight_share_llc: [0.0; 3],
     };
     for side in 0..SIDES.len() {
         let work = |v: &Value| v["bpf_work"]["per_callback"].as_f64().unwrap_or(f64::NAN);
@@ -203,6 +211,10 @@ pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
         c.work_ratio[side] = large / small;
         let hogs = one(2, WORK_SMALL, WEIGHT_LOAD, side, false)?;
         c.weight_share[side] = hogs["workload"]["share_min_over_max"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let hogs = one(3, WEIGHT_LLC, WEIGHT_LOAD_LLC, side, false)?;
+        c.weight_share_llc[side] = hogs["workload"]["share_min_over_max"]
             .as_f64()
             .unwrap_or(f64::NAN);
     }
@@ -278,17 +290,34 @@ pub fn section(md: &mut String, cells: &[Cell], costs: &Costs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // the designs that keep both splits within WEIGHT_KEPT of exact
+    let kept: Vec<&str> = SIDES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            costs.weight_share[*i] >= WEIGHT_KEPT && costs.weight_share_llc[*i] >= WEIGHT_KEPT
+        })
+        .map(|(_, (name, _))| *name)
+        .collect();
     writeln!(
         md,
         "Beyond speed: BPF work per callback on `{WORK_LARGE}` ({} CPUs) over `{WORK_SMALL}`'s \
          under `{WORK_LOAD}` (bare-metal flags; the bound `sim/tests/sim.rs` holds the default to is \
          2x): {}; the CPU split of two equal cgroups of 8 busy loops on `{WORK_SMALL}`'s two LLCs, \
-         the second started on one LLC (`{WEIGHT_LOAD}`; 1.00: equal): {}. The newidle balance of \
-         per-CPU queues reads every CPU's queue length, as the kernel's walks its domains, and the \
-         balance of cgroup weights across LLCs works on the shards.\n",
+         the second started on one LLC (`{WEIGHT_LOAD}`; 1.00: equal): {}; within `{WEIGHT_LLC}`'s \
+         one LLC, cpu.weight 100:300 on 8 and 4 busy loops (`{WEIGHT_LOAD_LLC}`): {}. The newidle \
+         balance of per-CPU queues reads every CPU's queue length, as the kernel's walks its \
+         domains. Both splits within {:.0} % of exact: {}.\n",
         crate::machine::Machine::preset(WORK_LARGE)?.nr_cpus(),
         list(&costs.work_ratio, "x"),
         list(&costs.weight_share, ""),
+        list(&costs.weight_share_llc, ""),
+        (1.0 - WEIGHT_KEPT) * 100.0,
+        if kept.is_empty() {
+            "none".to_string()
+        } else {
+            kept.join(", ")
+        },
     )?;
     Ok(())
 }

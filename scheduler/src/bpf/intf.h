@@ -188,11 +188,11 @@ enum mosaic_stat {
 				    a domain, its last balance cost more than
 				    the idle time expected */
 	STAT_PERIODIC_BALANCES,	 /* --no-shared-runq: a busy CPU's periodic
-				    balance found its LLC imbalanced by more than
-				    one */
+				    balance found a CPU of its LLC heavier by
+				    more than a waiter's share */
 	STAT_PERIODIC_PULLS, /* --no-shared-runq: after a periodic balance, the
-				next dispatch took a task from the busiest
-				queue */
+				next dispatch took a task from the heaviest
+				CPU */
 	STAT_SHORT_SLICES, /* pinned tasks: a task started with a shorter slice,
 			      more than CPU_QUEUE_FULL_SLICES (intf.h) waiting
 			      on its CPU's own queue */

@@ -115,22 +115,24 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * share of the task it runs in its own slot (ops.running, and ops.tick after
  * the charge refreshed it; cleared at ops.stopping). The periodic scan
  * (gate.bpf.c) adds up, per LLC, its CPUs' slots and the shares of the tasks
- * waiting on its shards (the first LLC_BALANCE_LOOK of each, scaled to the
- * shard's length). Moving load x from the heaviest LLC per CPU to the lightest
- * evens them when x = (load_h n_l - load_l n_h) / (n_h + n_l). If one of the
- * heaviest's waiters has a share of at most x, in two scans in a row, and the
- * lightest got no hint for LLC_BALANCE_SLICES slices, the scan leaves it a
- * hint: the LLC to take from, and x. The next CPU of the hinted LLC to
- * dispatch - at a slice end too, before prev may keep its CPU - swaps the hint
- * out (one CPU wins it) and takes from the busiest shard of that LLC its
- * oldest task with a share of at most x (no overshoot, so no move back), one
- * task; its prev queues again. A dispatch without a hint pays one read of its
- * LLC's hint word; the scan's work is O(#CPUs + #shards x LLC_BALANCE_LOOK)
- * per period, none of it per event. Pinned tasks (per-CPU queues) are not
- * moved. Off under the group balancer, which places cgroups' tasks on
- * partitions itself, and under --no-shared-runq (seed 000's baseline). The
- * same weighing caps the lead bound of vtime.bpf.c (vtime_note_llc_load()),
- * on machines of one LLC too.
+ * waiting on its shards - or, with per-CPU queues, on its CPUs' queues - (the
+ * first LLC_BALANCE_LOOK of each, scaled to the queue's length). Moving load x
+ * from the heaviest LLC per CPU to the lightest evens them when x = (load_h n_l
+ * - load_l n_h) / (n_h + n_l). If one of the heaviest's waiters has a share of
+ * at most x, in two scans in a row, and the lightest got no hint for
+ * LLC_BALANCE_SLICES slices, the scan leaves it a hint: the LLC to take from,
+ * and x. The next CPU of the hinted LLC to dispatch - at a slice end too,
+ * before prev may keep its CPU - swaps the hint out (one CPU wins it) and takes
+ * from the busiest queue of that LLC its oldest task with a share of at most x
+ * (no overshoot, so no move back), one task; its prev queues again. A dispatch
+ * without a hint pays one read of its LLC's hint word; the scan's work is
+ * O(#CPUs + #queues x LLC_BALANCE_LOOK) per period, none of it per event. Tasks
+ * pinned to a CPU are not moved (the shard design keeps them on CPU queues,
+ * which it does not weigh). Off under the group balancer, which places cgroups'
+ * tasks on partitions itself. With per-CPU queues it is the kernel's periodic
+ * balance of the domains above the LLC, which also moves weighted load between
+ * busy groups. The same weighing caps the lead bound of vtime.bpf.c
+ * (vtime_note_llc_load()), on machines of one LLC too.
  *
  * WHY
  * Fair shares hold inside an LLC (one vtime order); across LLCs only as far
@@ -163,73 +165,80 @@ u64 llc_pull_at[MAX_LLCS];
 /* The (heaviest + 1) << 16 | (lightest + 1) pair the last scan saw. */
 u32 llc_balance_pair;
 
-/* Whether the periodic scan weighs the LLCs (the waiters are on shards). */
-static __always_inline bool llc_weigh_on(void)
-{
-	return !cpu_queues_only();
-}
-
 /* Whether LLC balancing runs at all. */
 static __always_inline bool llc_balance_on(void)
 {
-	return llc_weigh_on() && !no_llc_balance && !group_balancer &&
-	       nr_llcs > 1;
+	return !no_llc_balance && !group_balancer && nr_llcs > 1;
 }
 
 /* @p runs on @cpu (it starts, or a tick charged it): its share in the slot. */
 static __always_inline void
 llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
-	if (llc_weigh_on())
-		cpu_running_share[cpu_idx(cpu)].share =
-			task_share_cached(p, tctx);
+	cpu_running_share[cpu_idx(cpu)].share = task_share_cached(p, tctx);
 }
 
 /* The task on @cpu stops: its slot is empty until the next one runs. */
 static __always_inline void llc_balance_stopping(s32 cpu)
 {
-	if (llc_weigh_on())
-		cpu_running_share[cpu_idx(cpu)].share = 0;
+	cpu_running_share[cpu_idx(cpu)].share = 0;
 }
 
 /*
- * The summed share of the tasks waiting on shard @shard: of its first
- * LLC_BALANCE_LOOK, scaled to its length; the smallest of those shares lowers
- * llc_min_share[] of the shard's LLC. A global function: the verifier checks
- * it once, not per caller loop.
+ * The summed share of the tasks waiting on DSQ @dsq (a shard, or a CPU's own
+ * queue with per-CPU queues): of its first LLC_BALANCE_LOOK, scaled to its
+ * length; the smallest of those shares lowers *@min (0: none yet). A global
+ * function: the verifier checks it once, not per caller loop.
  */
-__noinline u64 shard_queued_load(u32 shard)
+__noinline u64 dsq_queued_load(u64 dsq, u64 *min)
 {
-	u32 seen = 0,
-	    llc = shard_llc[shard & (MAX_SHARDS - 1)] & (MAX_LLCS - 1);
-	u64 sum = 0, q, share, min = llc_min_share[llc];
 	struct task_struct *p;
+	u64 sum = 0, q, share;
+	u32 seen = 0;
 
-	if (shard >= MAX_SHARDS)
+	if (!min)
 		return 0;
-	q = scx_bpf_dsq_nr_queued(shard_dsq_id(shard));
+	q = scx_bpf_dsq_nr_queued(dsq);
 	if (!q)
 		return 0;
 	bpf_rcu_read_lock();
-	bpf_for_each (scx_dsq, p, shard_dsq_id(shard), 0) {
+	bpf_for_each (scx_dsq, p, dsq, 0) {
 		if (seen >= LLC_BALANCE_LOOK)
 			break;
 		seen++;
 		share = task_share_cached(p, task_ctx_of(p));
 		sum += share;
-		if (!min || share < min)
-			min = share;
+		if (!*min || share < *min)
+			*min = share;
 	}
 	bpf_rcu_read_unlock();
-	llc_min_share[llc] = min;
 	return seen ? sum * q / seen : 0;
 }
 
-/* Add up each LLC's load: its CPUs' slots and its shards' waiters. */
+/*
+ * Per CPU with per-CPU queues, its load (the share of the task it runs and of
+ * its waiters) averaged over the periodic scans, each weighing 1/8 (half-life
+ * about 5 scans, 50 ms at the default 10 ms): the periodic balance compares
+ * these, as the kernel compares decayed load averages (PELT), so that a task
+ * waking for a moment does not move a busy loop. Written by the scan, and by
+ * a balance's move at once (as the kernel moves a task's load average with
+ * it).
+ */
+u64 cpu_load_avg[MAX_CPUS];
+
+/* The scan weighed CPU @cpu at @load: fold it into its average. */
+static __always_inline void cpu_load_note(u32 cpu, u64 load)
+{
+	u64 *avg = &cpu_load_avg[cpu & (MAX_CPUS - 1)];
+
+	*avg = *avg - *avg / 8 + load / 8;
+}
+
+/* Add up each LLC's load: its CPUs' slots and its queues' waiters. */
 static __always_inline void llc_balance_sample(void)
 {
+	u64 q, dsq, min, load;
 	u32 i, l;
-	u64 q;
 
 	bpf_for (l, 0, nr_llcs) {
 		if (l >= MAX_LLCS)
@@ -245,15 +254,30 @@ static __always_inline void llc_balance_sample(void)
 		llc_load[cpu_llc[i] & (MAX_LLCS - 1)] +=
 			cpu_running_share[i].share;
 	}
-	bpf_for (i, 0, nr_shards) {
-		if (i >= MAX_SHARDS)
-			break;
-		l = shard_llc[i] & (MAX_LLCS - 1);
-		q = scx_bpf_dsq_nr_queued(shard_dsq_id(i));
-		if (!q)
-			continue;
-		llc_queued[l] += q;
-		llc_queued_load[l] += shard_queued_load(i);
+	/* the waiters: on the shards, or on the CPU queues */
+	bpf_for (i, 0, cpu_queues_only() ? nr_cpu_ids : nr_shards) {
+		if (cpu_queues_only()) {
+			if (i >= MAX_CPUS)
+				break;
+			dsq = cpu_dsq_id(i);
+			l = cpu_llc[i] & (MAX_LLCS - 1);
+		} else {
+			if (i >= MAX_SHARDS)
+				break;
+			dsq = shard_dsq_id(i);
+			l = shard_llc[i] & (MAX_LLCS - 1);
+		}
+		q = scx_bpf_dsq_nr_queued(dsq);
+		load = 0;
+		if (q) {
+			min = llc_min_share[l];
+			load = dsq_queued_load(dsq, &min);
+			llc_min_share[l] = min;
+			llc_queued[l] += q;
+			llc_queued_load[l] += load;
+		}
+		if (cpu_queues_only())
+			cpu_load_note(i, cpu_running_share[i].share + load);
 	}
 	bpf_for (l, 0, nr_llcs) {
 		if (l >= MAX_LLCS)
@@ -310,8 +334,6 @@ static void llc_balance_scan(u64 now)
 	u32 pair, from, to;
 	u64 limit = 0;
 
-	if (!llc_weigh_on())
-		return;
 	llc_balance_sample();
 	if (!llc_balance_on())
 		return;
@@ -334,56 +356,83 @@ static void llc_balance_scan(u64 now)
 
 /*
  * Move to @cpu's local DSQ the first of the first LLC_BALANCE_LOOK tasks of
- * shard @dsq that may run on @cpu and whose share is at most @limit. True if
- * one moved.
+ * @dsq that may run on @cpu and whose share is at most @limit, counting it in
+ * @stat. Returns the moved task's share, 0 if none moved.
  */
-static __always_inline bool pull_within_share(s32 cpu, u64 dsq, u64 limit)
+static __always_inline u64 pull_within_share(s32 cpu, u64 dsq, u64 limit,
+					     enum mosaic_stat stat)
 {
 	struct task_struct *p;
 	u32 seen = 0;
+	u64 share;
 
 	bpf_for_each (scx_dsq, p, dsq, 0) {
 		if (++seen > LLC_BALANCE_LOOK)
 			break;
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
-		    task_share_cached(p, task_ctx_of(p)) > limit)
+		share = task_share_cached(p, task_ctx_of(p));
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || share > limit)
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-			stat_inc(STAT_LLC_BALANCE_PULLS);
-			return true;
+			stat_inc(stat);
+			return share ?: 1;
 		}
 	}
-	return false;
+	return 0;
+}
+
+/* The DSQ with the most waiters of LLC @llc (a shard, or a CPU's own queue
+ * with per-CPU queues) to *@dsq; false if none waits. */
+static __always_inline bool busiest_dsq_of_llc(u32 llc, u64 *dsq)
+{
+	u32 first = llc_first_shard[llc & (MAX_LLCS - 1)],
+	    n = llc_nr_shards[llc & (MAX_LLCS - 1)], i;
+	u64 q, best_q = 0, best = 0;
+
+	if (cpu_queues_only())
+		n = nr_cpu_ids;
+	bpf_for (i, 0, n) {
+		if (cpu_queues_only()) {
+			if (i >= MAX_CPUS)
+				break;
+			if (cpu_llc[i] != llc)
+				continue;
+			q = scx_bpf_dsq_nr_queued(cpu_dsq_id(i));
+			if (q > best_q) {
+				best_q = q;
+				best = cpu_dsq_id(i);
+			}
+		} else {
+			if (i >= MAX_SHARDS_PER_LLC)
+				break;
+			q = scx_bpf_dsq_nr_queued(shard_dsq_id(first + i));
+			if (q > best_q) {
+				best_q = q;
+				best = shard_dsq_id(first + i);
+			}
+		}
+	}
+	*dsq = best;
+	return best_q;
 }
 
 /*
  * @cpu dispatches: if the scan left its LLC a hint and @cpu wins it, take from
- * the busiest shard of the hinted LLC its oldest task light enough not to
+ * the busiest queue of the hinted LLC its oldest task light enough not to
  * overshoot (llc_balance_pick()). True if a task moved.
  */
 static __always_inline bool llc_balance_pull(s32 cpu)
 {
-	u32 llc = llc_of(cpu) & (MAX_LLCS - 1), from, first, n, i, best = 0;
-	u64 q, best_q = 0;
+	u32 llc = llc_of(cpu) & (MAX_LLCS - 1), from;
+	u64 dsq;
 
 	if (!llc_pull_from[llc])
 		return false;
 	from = __sync_lock_test_and_set(&llc_pull_from[llc], 0);
 	if (!from || --from >= MAX_LLCS)
 		return false;
-	first = llc_first_shard[from];
-	n = llc_nr_shards[from];
-	bpf_for (i, 0, n) {
-		if (i >= MAX_SHARDS_PER_LLC)
-			break;
-		q = scx_bpf_dsq_nr_queued(shard_dsq_id(first + i));
-		if (q > best_q) {
-			best_q = q;
-			best = first + i;
-		}
-	}
-	return best_q &&
-	       pull_within_share(cpu, shard_dsq_id(best), llc_pull_limit[llc]);
+	return busiest_dsq_of_llc(from, &dsq) &&
+	       pull_within_share(cpu, dsq, llc_pull_limit[llc],
+				 STAT_LLC_BALANCE_PULLS);
 }
 
 /* The cross-LLC steal scan of a CPU with nothing in its LLC; true on a hit. */
@@ -409,66 +458,144 @@ static __always_inline bool steal_scan(s32 cpu)
  * the scheduler tick, balances each domain of a CPU once per its balance
  * interval - sd->balance_interval, which starts at the domain's CPU count in
  * ms, times sd->busy_factor (16) while the CPU is busy (get_sd_balance_
- * interval()) - and load_balance() moves tasks from the busiest runqueue
- * (find_busiest_queue()) to this CPU when their counts of runnable tasks
- * differ by more than one (calculate_imbalance() halves the difference). Here
- * the LLC is the domain: ops.tick, on a busy CPU whose interval has passed,
- * reads the CPU queue lengths of its LLC (O(#CPUs), once per interval) and,
- * if the busiest has at least two runnable tasks more than this CPU, notes
- * it; a DSQ move cannot run in ops.tick, so the CPU's next dispatch (its
- * slice end, at most a slice later: the kernel's pulled task also waits
- * behind the running one) takes the first task it may run from that queue.
- * Domains above the LLC are left to newidle balance.
+ * interval()) - and load_balance() moves load from the busiest runqueue
+ * (find_busiest_queue()) to this CPU; when every CPU of the domain is busy
+ * (group_overloaded) that is weighted load, decayed over time (PELT):
+ * calculate_imbalance() aims at half the difference, and detach_tasks()
+ * skips a task heavier than that until failed balances (nr_balance_failed)
+ * let heavier ones go. Here the LLC is the domain and a CPU's load is its
+ * average over the periodic scans (cpu_load_avg[]): ops.tick, on a busy CPU
+ * whose interval has passed, reads those of its LLC (O(#CPUs), once per
+ * interval) and, if a waiter of the heaviest has a share below the
+ * difference, notes it; a DSQ move cannot run in ops.tick, so the CPU's next
+ * dispatch (its slice end, at most a slice later: the kernel's pulled task
+ * also waits behind the running one) takes the first such task it may run,
+ * one of at most half the difference if there is one (no overshoot), and
+ * moves its share between the two averages. A move of share x < H - L from
+ * load H to load L lowers the sum of the squared loads by 2x(H - L - x), so
+ * moves end; the kernel's failed-balance escalation reaches the same end (a
+ * CPU running two heavy tasks next to one running two light ones swaps one of
+ * each). With equal shares this is a move when the queues differ by two
+ * tasks or more; with cgroup weights it moves a light cgroup's task off a CPU
+ * that runs only those, which counting tasks never does. Without averaging,
+ * kernel threads and root-cgroup tasks waking for a moment, each with more
+ * share than a crowded cgroup's task, moved busy loops back and forth (593
+ * balances in 30 s of 12 hogs, 1llc, TCG). Domains above the LLC are the LLC
+ * balance's (above), whose weighing of the LLCs reads the CPU queues.
  */
 #define PERIODIC_BUSY_FACTOR 16
 
 struct periodic_state {
 	u64 next_at;   /* when the CPU's next periodic balance is due */
-	u32 pull_from; /* busiest CPU (+1; 0: none) its dispatch pulls from */
+	u64 limit;     /* the largest share its pull may take */
+	u32 pull_from; /* heaviest CPU (+1; 0: none) its dispatch pulls from */
+	u32 failed;    /* the last balance found no task light enough */
+	u64 avg;       /* periodic_weigh_llc()'s results: the LLC's average */
+	u64 heaviest;  /* ... and its heaviest CPU's load */
 } __attribute__((aligned(64)));
 
 struct periodic_state periodic_states[MAX_CPUS];
+
+/*
+ * Weigh the LLC of @cpu: the average of its CPUs' loads to st->avg, and the
+ * heaviest other CPU with waiters (returned, -1 if none) and its load to
+ * st->heaviest. A global function: the verifier checks its loop once.
+ */
+__noinline s32 periodic_weigh_llc(s32 cpu)
+{
+	struct periodic_state *st;
+	u64 load, heaviest = 0, total = 0;
+	s32 from = -1;
+	u32 llc, i;
+
+	if (cpu < 0 || cpu >= MAX_CPUS)
+		return -1;
+	st = &periodic_states[cpu];
+	llc = cpu_llc[cpu];
+	bpf_for (i, 0, nr_cpu_ids) {
+		if (i >= MAX_CPUS)
+			break;
+		if (cpu_llc[i] != llc)
+			continue;
+		load = cpu_load_avg[i];
+		total += load;
+		if ((s32)i != cpu && load > heaviest &&
+		    scx_bpf_dsq_nr_queued(cpu_dsq_id(i))) {
+			heaviest = load;
+			from = i;
+		}
+	}
+	st->avg = total / (llc_nr_cpus[llc & (MAX_LLCS - 1)] ?: 1);
+	st->heaviest = heaviest;
+	return from;
+}
 
 /* The busy CPU @cpu's tick at @now: balance its LLC if its interval passed. */
 static __always_inline void periodic_balance_tick(s32 cpu, u64 now)
 {
 	struct periodic_state *st = &periodic_states[cpu_idx(cpu)];
-	const struct cpumask *idle;
-	u64 interval;
-	u32 own, busiest_n;
-	s32 busiest;
+	u64 interval, own, heaviest, lightest = 0, avg, imbalance;
+	u32 llc = llc_of(cpu);
+	s32 from;
 
 	if (!cpu_queues_only() || time_before(now, st->next_at))
 		return;
-	interval = (u64)llc_nr_cpus[llc_of(cpu)] * PERIODIC_BUSY_FACTOR *
-		   1000000ULL;
+	interval = (u64)llc_nr_cpus[llc] * PERIODIC_BUSY_FACTOR * 1000000ULL;
 	/* the kernel caps it at max_load_balance_interval, 0.1 s per CPU */
 	if (interval > (u64)nr_cpu_ids * 100000000ULL)
 		interval = (u64)nr_cpu_ids * 100000000ULL;
 	st->next_at = now + interval;
-	idle = scx_bpf_get_idle_cpumask();
-	busiest = busiest_cpu_queue(cpu, true, idle, &busiest_n);
-	scx_bpf_put_idle_cpumask(idle);
-	/* this CPU runs a task: one runnable, plus its waiters */
-	own = scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)) + 1;
-	if (busiest < 0 || busiest_n < own + 2)
-		return;
-	st->pull_from = busiest + 1;
+	own = cpu_load_avg[cpu_idx(cpu)];
+	from = periodic_weigh_llc(cpu);
+	avg = st->avg;
+	heaviest = st->heaviest;
+	/* calculate_imbalance(): this CPU below the average, the busiest
+	 * above it by imbalance_pct (117 % at the LLC's level) */
+	if (from < 0 || own >= avg || heaviest * 100 <= own * 117)
+		goto balanced;
+	imbalance = heaviest - avg < avg - own ? heaviest - avg : avg - own;
+	dsq_queued_load(cpu_dsq_id(from), &lightest);
+	/* detach_tasks(): a task of at most the imbalance, or after a failed
+	 * balance of twice it - but lighter than the gap, which it narrows */
+	if (!lightest || lightest >= heaviest - own)
+		goto balanced;
+	if (lightest > imbalance) {
+		if (!st->failed) {
+			st->failed = 1;
+			return;
+		}
+		imbalance = 2 * imbalance < heaviest - own ? 2 * imbalance
+							   : heaviest - own - 1;
+		if (lightest > imbalance)
+			return;
+	}
+	st->failed = 0;
+	st->limit = imbalance;
+	st->pull_from = from + 1;
 	stat_inc(STAT_PERIODIC_BALANCES);
+	return;
+balanced:
+	st->failed = 0;
 }
 
 /* @cpu dispatches: act on its periodic balance's note. True if one moved. */
 static __always_inline bool periodic_balance_pull(s32 cpu)
 {
 	struct periodic_state *st = &periodic_states[cpu_idx(cpu)];
+	u64 moved, *from_avg;
 	s32 from;
-	bool pulled;
 
 	if (!cpu_queues_only() || !st->pull_from)
 		return false;
 	from = (s32)st->pull_from - 1;
 	st->pull_from = 0;
-	pulled = pull_from(cpu_dsq_id(from), STAT_PERIODIC_PULLS);
+	moved = pull_within_share(cpu, cpu_dsq_id(from), st->limit,
+				  STAT_PERIODIC_PULLS);
 	shard_index_sync(from);
-	return pulled;
+	if (!moved)
+		return false;
+	from_avg = &cpu_load_avg[cpu_idx(from)];
+	*from_avg -= moved < *from_avg ? moved : *from_avg;
+	cpu_load_avg[cpu_idx(cpu)] += moved;
+	return true;
 }
