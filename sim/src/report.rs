@@ -1008,9 +1008,11 @@ fn why_section(md: &mut String, outcomes: &[Result<Outcome>]) -> Result<()> {
          model of CFS's newidle and periodic balance (`{}`: per-CPU queues; a CPU about to idle \
          pulls from the busiest queue of its LLC, then of the machine, only while the overload flag \
          is up, its average idle time is at least the migration cost and a domain's last balance \
-         cost less than that idle time; a busy CPU balances its LLC periodically): the kernel's \
-         gates, but not its load metric (queue lengths, not PELT load) nor its group imbalance \
-         rules.\n",
+         cost less than that idle time; a busy CPU balances its LLC periodically by weighted load \
+         averaged over the periodic scans, and busy LLCs by weighted load): the kernel's gates and \
+         its periodic balance's rules for overloaded groups, but a count of queued tasks for \
+         newidle's busiest queue, a share average folded every scan for PELT, and no group \
+         imbalance rules beyond the LLC's.\n",
         k.bpf_work_ns,
         k.bpf_call_ns,
         k.ctx_switch_ns / 1e3,

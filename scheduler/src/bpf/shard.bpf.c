@@ -6,8 +6,8 @@
  * Three ways to queue a task that finds no idle CPU (--shared-runq): shard
  * (the default, here), seed and off (below). No design was faster on every
  * machine and workload; shard is the one whose work per event stays flat on
- * 192 CPUs and that holds cpu.weight, within an LLC and across LLCs (the
- * per-CPU designs balance queue lengths, not weights; docs/design.md).
+ * 192 CPUs and that holds cpu.weight best (the per-CPU designs balance
+ * weighted load too, but lose part of a split in the VM; docs/design.md).
  * With shard, each LLC has one shared runqueue,
  * split into shards of --shard-size CPUs; each shard is a vtime-ordered DSQ. A
  * task that wakes and finds no idle CPU is queued on the shard of the CPU it
