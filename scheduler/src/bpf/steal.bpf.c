@@ -466,12 +466,15 @@ static __always_inline bool steal_scan(s32 cpu)
  * let heavier ones go. Here the LLC is the domain and a CPU's load is its
  * average over the periodic scans (cpu_load_avg[]): ops.tick, on a busy CPU
  * whose interval has passed, reads those of its LLC (O(#CPUs), once per
- * interval) and, if a waiter of the heaviest has a share below the
- * difference, notes it; a DSQ move cannot run in ops.tick, so the CPU's next
- * dispatch (its slice end, at most a slice later: the kernel's pulled task
- * also waits behind the running one) takes the first such task it may run,
- * one of at most half the difference if there is one (no overshoot), and
- * moves its share between the two averages. A move of share x < H - L from
+ * interval); if this CPU is below the LLC's average and the heaviest CPU with
+ * waiters above it by imbalance_pct (117 %), the imbalance is the smaller of
+ * their distances to the average, and a waiter of the heaviest of at most the
+ * imbalance - after a balance that found none, of twice it, but always
+ * lighter than the two CPUs' difference - is noted; a DSQ move cannot run in
+ * ops.tick, so the CPU's next dispatch (its slice end, at most a slice later:
+ * the kernel's pulled task also waits behind the running one) takes the
+ * first such task it may run, and moves its share between the two averages.
+ * A move of share x < H - L from
  * load H to load L lowers the sum of the squared loads by 2x(H - L - x), so
  * moves end; the kernel's failed-balance escalation reaches the same end (a
  * CPU running two heavy tasks next to one running two light ones swaps one of
