@@ -9,7 +9,7 @@ cpu.idle as a user gets it."""
 
 import pytest
 
-from vmtest import checked_stats, run_guest
+from vmtest import checked_stats, idle_wait_bound_us, run_guest
 
 pytestmark = pytest.mark.vm
 
@@ -54,11 +54,16 @@ def test_cpu_max_and_cpu_idle(topo):
     # at its CPU's next tick, which TCG delays by the other vCPUs' turns of the host thread.
     burst, noburst = int(g["burst_used_us"]), int(g["noburst_used_us"])
     assert burst > 1.3 * noburst, (burst, noburst)
-    # DEFECT (reported, not checked on 8 vCPUs): the overdraft of one period reached 473 ms
-    # on 2llc-smt (873 ms used against a 400 ms quota, `make test`); on 1llc it stayed
-    # below 220 ms (467-613 ms used), so the limit must hold there within two quotas.
-    if ncpus == 4:
-        assert noburst < 800_000, noburst
+    # The limit holds within one quota of overdraft per window: the window's own quotas (one
+    # per period it touched: TCG stretches its 0.5 s past refills, to 0.9-1.7 s) plus one.
+    # (Windows that crossed a refill unnoticed once read as overdrafts of 414-473 ms.) The
+    # scheduler's own largest overdraft is the charge point's lateness: a run ends at its
+    # CPU's run timer or next tick, which TCG may hold back for the other vCPUs' turns.
+    refills = int(g["burst_refills"])
+    print(f"{topo}: burst window {g['burst_window_us']} us, {refills} refills in it; "
+          f"overdraft max {s['bw_overdraft_max_us']} us")
+    assert noburst < (2 + refills) * 400_000, (noburst, refills)
+    assert s["bw_overdraft_max_us"] < idle_wait_bound_us(ncpus), s["bw_overdraft_max_us"]
     # cpu.idle: the idle cgroup's loops do little of the work the busy cgroup's do while the
     # busy one has work for every CPU - with the kernel's default watchdog (idle tasks overdue
     # after 7.5 s) and with a 5 s one (overdue after 1.25 s). An overdue task runs a tick
