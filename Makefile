@@ -45,8 +45,9 @@ host-test: build test-deps
 
 # Every pytest test, the `vm` ones (each boots QEMU) and the `host` ones. One alone:
 # python3 -m pytest -v tests/test_steal.py -k gate
+# The 25 slowest tests close the log: where the suite's time goes.
 vm-test: build test-deps
-	python3 -m pytest -v tests/
+	python3 -m pytest -v --durations=25 tests/
 
 # Everything but the VM: lint, unit, property and simulator tests, the host-only pytest tests.
 test-fast: lint unit-test host-test
