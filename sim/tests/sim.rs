@@ -412,7 +412,7 @@ fn per_cpu_queues_keep_cgroup_weights_by_weighing_their_cpus() {
     // shell or a kernel thread does in the VM), a woken task had to be twice
     // the running one's share to preempt it: the probe waited two slices
     // behind a weight-300 loop each time, its queued share made that CPU look
-    // heavy, and the balance left the loop alone there: 0.68 of the split
+    // heavy, and the balance left the loop alone there: 1:2.13 (0.71)
     for design in ["off", "seed"] {
         let flag = format!("--sched-arg=--shared-runq={design}");
         for (m, w, balanced) in [
