@@ -407,21 +407,11 @@ fn per_cpu_queues_keep_cgroup_weights_by_weighing_their_cpus() {
     // seed) weigh shares in their periodic balance and in the LLC balance,
     // and a heavier running task keeps its CPU for its weight's turns: with
     // counts of tasks only, 8 loops at cpu.weight 100 against 4 at 300 on one
-    // LLC split 1:1, and a cgroup forked late on one LLC got half its share.
-    // With a root-cgroup task waking every 10 ms for 100 us (probe_ms: as a
-    // shell or a kernel thread does in the VM), a woken task had to be twice
-    // the running one's share to preempt it: the probe waited two slices
-    // behind a weight-300 loop each time, its queued share made that CPU look
-    // heavy, and the balance left the loop alone there: 1:2.13 (0.71)
+    // LLC split 1:1, and a cgroup forked late on one LLC got half its share
     for design in ["off", "seed"] {
         let flag = format!("--sched-arg=--shared-runq={design}");
         for (m, w, balanced) in [
             ("1llc", "hogs:counts=8:4,weights=100:300,ms=8000", false),
-            (
-                "1llc",
-                "hogs:counts=8:4,weights=100:300,ms=8000,probe_ms=10",
-                false,
-            ),
             (
                 "1llc",
                 "hogs:counts=8:8,weights=300:100,ms=4000,late_ms=1000",

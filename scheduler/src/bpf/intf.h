@@ -299,7 +299,7 @@ enum mosaic_stat {
 			       vtime past it */
 	STAT_WAKE_PREEMPT_NO_TASK, /* no preemption: nothing ran on the CPU */
 	STAT_WAKE_PREEMPT_HEAVIER, /* no preemption: the running task has at
-				      least the woken task's share */
+				      least half the woken task's share */
 	STAT_WAKE_PREEMPT_QUEUED,  /* no preemption: a task already waits on
 				      the CPU's local queue */
 	STAT_WAKE_PREEMPT_AHEAD,   /* no preemption: the running task is not

@@ -489,7 +489,7 @@ preempt_blocker(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 
 	if (!share)
 		return STAT_WAKE_PREEMPT_NO_TASK;
-	if (share >= task_share_cached(p, tctx))
+	if (share * 2 > task_share_cached(p, tctx))
 		return STAT_WAKE_PREEMPT_HEAVIER;
 	/* a preempting task goes to the head of the local queue: never ahead
 	 * of a task already waiting there (a task that must run on @cpu) */
@@ -515,7 +515,7 @@ static __always_inline bool running_past(s32 cpu, u64 vtime)
 
 /*
  * @p woke up for @cpu and found no idle CPU: if the task running on @cpu has
- * less share than @p and is by now more than min_slice_ns of vtime
+ * less than half @p's share and is by now more than min_slice_ns of vtime
  * past the vtime @p queues with, put @p on @cpu's local queue to run at
  * once, preempting it, as the kernel's fair class preempts at a wakeup; if
  * @cpu's task may not be preempted, try one other CPU of the LLC (taken in
@@ -526,19 +526,14 @@ static __always_inline bool running_past(s32 cpu, u64 vtime)
  * wakeup, 0.75-2.4 ms under the kernel's scheduler (1llc, TCG). With one
  * CPU only, 18 % of its wakeups found that CPU's task not to be preempted
  * (a task of its own share, one waiting on the local queue, none between
- * two): each waited for a tick. Any heavier woken task preempts, not only
- * one of twice the share: a root-cgroup task waking every 10 ms beside
- * cgroup loops of weight 100:300 waited two slices behind each weight-300
- * loop (13.9 ms a wakeup), and with per-CPU queues its queued share made
- * that CPU look heavy to the periodic balance, which left the loop alone
- * there: the work split 1:2.1 (mosaic-sim 1llc, probe_ms=10; 0.3 ms and 1:3
- * with this). Among tasks of like shares (hackbench) it never acts: a task put
- * on one CPU's local queue is out of reach of the shard's other CPUs, and
- * preempting there left CPUs idle beside waiting tasks longer than
- * --no-shared-runq did (mosaic-sim, ryzen-7950x, median of 7: 0.94 ms against
- * 0.88; 0.72 without). Costs a read of one or two CPUs' lines and a division
- * per such wakeup, and the choice of the other CPU a scan of the LLC's mask by
- * words (three at 192 CPUs). Off with --no-wake-preempt.
+ * two): each waited for a tick. Among tasks
+ * of like shares (hackbench) it never acts: a task put on one CPU's local
+ * queue is out of reach of the shard's other CPUs, and preempting there left
+ * CPUs idle beside waiting tasks longer than --no-shared-runq did (mosaic-sim,
+ * ryzen-7950x, median of 7: 0.94 ms against 0.88; 0.72 without). Costs a
+ * read of one or two CPUs' lines and a division per such wakeup, and the
+ * choice of the other CPU a scan of the LLC's mask by words (three at 192
+ * CPUs). Off with --no-wake-preempt.
  */
 static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 					       struct task_ctx *tctx, s32 cpu,
