@@ -293,6 +293,13 @@ enum mosaic_stat {
 	STAT_CLOCK_DUE_MOVES, /* an LLC's clock moved up to the vtime a task
 				 was queued at an epoch (wait_target_ns) ago,
 				 not reached meanwhile */
+	STAT_LAG_CUTS,	      /* a task queued again without sleeping was
+				 further behind its clock than its lag bound,
+				 and kept only the bound */
+	STAT_LAG_CUT_NS,      /* vtime those tasks lost, ns (a sum) */
+	STAT_LEAD_CUTS,	      /* a task queued further ahead of its clock than
+				 its lead bound, and queued at the bound */
+	STAT_LEAD_CUT_NS,     /* vtime those tasks were let off, ns (a sum) */
 	/* vtime.bpf.c: wakeup preemption */
 	STAT_WAKE_PREEMPTS, /* woken task with no idle CPU preempted the task
 			       running on its CPU, more than min_slice_ns of

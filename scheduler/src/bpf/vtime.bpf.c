@@ -325,10 +325,18 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 		tctx->vtime_queued = true;
 	}
 	vtime = p->scx.dsq_vtime;
-	if (time_before(vtime, floor))
+	if (time_before(vtime, floor)) {
+		/* a woken kthread's cut is its sleep, not a lost share */
+		if (!(enq_flags & SCX_ENQ_WAKEUP)) {
+			stat_inc(STAT_LAG_CUTS);
+			stat_add(STAT_LAG_CUT_NS, floor - vtime);
+		}
 		vtime = floor;
-	else if (time_before(clock + lead, vtime))
+	} else if (time_before(clock + lead, vtime)) {
+		stat_inc(STAT_LEAD_CUTS);
+		stat_add(STAT_LEAD_CUT_NS, vtime - clock - lead);
 		vtime = clock + lead;
+	}
 	p->scx.dsq_vtime = vtime;
 	if (dsq)
 		clock_note_grant(llc_clock_of(llc), vtime);
