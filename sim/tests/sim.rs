@@ -407,9 +407,23 @@ fn per_cpu_queues_keep_cgroup_weights_by_weighing_their_cpus() {
     // seed) weigh shares in their periodic balance and in the LLC balance,
     // and a heavier running task keeps its CPU for its weight's turns: with
     // counts of tasks only, 8 loops at cpu.weight 100 against 4 at 300 on one
-    // LLC split 1:1, and a cgroup forked late on one LLC got half its share
+    // LLC split 1:1, and a cgroup forked late on one LLC got half its share.
+    // Each CPU's queue keeps its own clock: with one clock for the LLC, a CPU
+    // whose weight-300 loop ran alone (a root-cgroup probe waking every 10 ms
+    // made that CPU look heavy to the balance) moved it ahead, the other
+    // CPUs' weight-300 loops fell more than the lag bound behind it and were
+    // cut back at every requeue (lag_cuts 196), and the probe case split at
+    // 0.68 of 1:3 (0.89 with per-CPU clocks; the rest is that placement)
     for design in ["off", "seed"] {
         let flag = format!("--sched-arg=--shared-runq={design}");
+        let w = "hogs:counts=8:4,weights=100:300,ms=8000,probe_ms=10";
+        let (ok, j) = sim(
+            &format!("pcq-probe-{design}"),
+            &["--machine", "1llc", "--workload", w, flag.as_str()],
+        );
+        assert!(ok, "{design} {w}: {}", j["exit"]);
+        assert!(hogs_share(&j) >= 0.85, "{design} {w}: {}", j["workload"]);
+        assert_eq!(counter(&j, "lag_cuts"), 0, "{design} {w}");
         for (m, w, balanced) in [
             ("1llc", "hogs:counts=8:4,weights=100:300,ms=8000", false),
             (

@@ -99,7 +99,7 @@ struct task_ctx {
 	u64 runnable_at;      /* when it last became runnable, 0: running */
 	u64 group_checked_at; /* last tick that checked its partition */
 	u64 last_charge;      /* vtime its current or last run cost it */
-	u32 vtime_llc;	      /* LLC whose clock its vtime is relative to */
+	u32 vtime_clock;      /* clock its vtime is relative to (clock_id()) */
 	bool vtime_queued;    /* it waits in a vtime-ordered queue */
 	bool woke_busy;	      /* its select_cpu found no idle CPU: enqueue
 			       * does not search again */
@@ -476,8 +476,9 @@ static __always_inline void vtime_note_stopped(s32 cpu);
 static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 					       struct task_ctx *tctx, s32 cpu,
 					       u64 enq_flags);
-/* the periodic scan's weighing of @llc sets how fast its clock should move */
-static __always_inline void vtime_note_llc_load(u32 llc, u64 load, u32 nr_cpus);
+/* the periodic scan's weighing of clock @id (an LLC, or with per-CPU queues a
+ * CPU) sets how fast it should move */
+static __always_inline void vtime_note_load(u32 id, u64 load, u32 nr_cpus);
 
 /* capacity.bpf.c: utilisation and capacity (seed 002) */
 /* How pick_idle_by_capacity() chooses. */
@@ -647,6 +648,8 @@ static __always_inline bool group_steal_from(s32 cpu, u64 dsq,
 					     enum mosaic_stat stat);
 
 /* steal.bpf.c: stealing across LLCs (seed 003), balancing busy LLCs */
+/* per CPU with per-CPU queues, its load averaged over the periodic scans */
+extern u64 cpu_load_avg[MAX_CPUS];
 static __always_inline bool steal_scan(s32 cpu);
 /* the periodic scan weighs each LLC and leaves the lightest a hint */
 static void llc_balance_scan(u64 now);

@@ -331,21 +331,29 @@ static __always_inline bool head_suits(s32 cpu, u64 dsq,
 }
 
 /*
- * Whether @head, a queued task, should run before the runnable @prev: its
- * vtime is more than a slice before @prev's, or it has waited its turn
+ * Whether @head, a queued task, should run before the runnable @prev on @cpu:
+ * its vtime is more than a slice before @prev's, or it has waited its turn
  * already (real time; a heavy-weight prev, whose vtime crawls, cannot hold
- * the CPU for long): a slice; with per-CPU queues, if @prev is heavier, a
- * slice for each time it is heavier, but never more than half the wait
- * target. There a CPU's queue is all its tasks have: with a turn of one
- * slice, one heavy task and two light ones ran in turn (cpu.weight 100:300
- * on 12 hogs, each CPU one task of 300 and two of 100: 1:1, mosaic-sim
- * 1llc; 1:3 with this). On a shard, the heavy task the head displaced is
- * the next task any of the shard's CPUs takes.
+ * the CPU for long): a slice; with per-CPU queues, when @prev or the CPU's
+ * whole load (cpu_load_avg[], running and waiting) is heavier than @head, a
+ * slice for each time the heavier of the two is, but never more than half
+ * the wait target. There a CPU's queue is all its tasks have: with a turn of
+ * one slice, one heavy task and two light ones ran in turn (cpu.weight
+ * 100:300 on 12 hogs, each CPU one task of 300 and two of 100: 1:1,
+ * mosaic-sim 1llc; 1:3 with prev's share). A light task waits for every
+ * other task's turns, not only prev's: with prev's share alone it was due
+ * before its vtime turn whenever the other light task's slice or a moment of
+ * noise came first, started ahead of the heavy task, and the CPU's clock
+ * moved past the heavy one, whose lag the lag bound then cut (hogs pinned,
+ * two light and one heavy per CPU: 1:2.1-2.2, 1llc, TCG). On a shard, the
+ * heavy task the head displaced is the next task any of the shard's CPUs
+ * takes.
  */
 static __always_inline bool head_due_before(struct task_struct *head,
-					    struct task_struct *prev, u64 now)
+					    struct task_struct *prev, s32 cpu,
+					    u64 now)
 {
-	u64 turn = slice_ns, head_share, prev_share;
+	u64 turn = slice_ns, head_share, heavier;
 	struct task_ctx *tctx;
 
 	if (time_before(head->scx.dsq_vtime, prev->scx.dsq_vtime - slice_ns))
@@ -357,9 +365,11 @@ static __always_inline bool head_due_before(struct task_struct *head,
 	if (!cpu_queues_only())
 		return true;
 	head_share = task_share_cached(head, tctx);
-	prev_share = task_share_cached(prev, task_ctx_of(prev));
-	if (prev_share > head_share) {
-		turn = slice_ns * prev_share / head_share;
+	heavier = task_share_cached(prev, task_ctx_of(prev));
+	if (heavier < cpu_load_avg[cpu_idx(cpu)])
+		heavier = cpu_load_avg[cpu_idx(cpu)];
+	if (heavier > head_share) {
+		turn = slice_ns * heavier / head_share;
 		if (turn > wait_target_ns / 2)
 			turn = wait_target_ns / 2;
 	}
@@ -395,7 +405,7 @@ static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 			scan->cpu_queued =
 				scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu));
 		scan->queued = true;
-		scan->due = prev && head_due_before(head, prev, now);
+		scan->due = prev && head_due_before(head, prev, cpu, now);
 	}
 	if (cpu_queues_only())
 		return;
@@ -408,7 +418,7 @@ static __always_inline void llc_scan(s32 cpu, struct task_struct *prev,
 			continue;
 		scan->queued = true;
 		if (prev && !scan->due)
-			scan->due = head_due_before(head, prev, now);
+			scan->due = head_due_before(head, prev, cpu, now);
 		if (!i) {
 			scan->own_head = head;
 			continue;

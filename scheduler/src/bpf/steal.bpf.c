@@ -132,7 +132,7 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * tasks on partitions itself. With per-CPU queues it is the kernel's periodic
  * balance of the domains above the LLC, which also moves weighted load between
  * busy groups. The same weighing caps the lead bound of vtime.bpf.c
- * (vtime_note_llc_load()), on machines of one LLC too.
+ * (vtime_note_load()), on machines of one LLC too.
  *
  * WHY
  * Fair shares hold inside an LLC (one vtime order); across LLCs only as far
@@ -276,14 +276,17 @@ static __always_inline void llc_balance_sample(void)
 			llc_queued[l] += q;
 			llc_queued_load[l] += load;
 		}
-		if (cpu_queues_only())
+		if (cpu_queues_only()) {
 			cpu_load_note(i, cpu_running_share[i].share + load);
+			vtime_note_load(i, cpu_load_avg[i], 1);
+		}
 	}
 	bpf_for (l, 0, nr_llcs) {
 		if (l >= MAX_LLCS)
 			break;
 		llc_load[l] += llc_queued_load[l];
-		vtime_note_llc_load(l, llc_load[l], llc_nr_cpus[l]);
+		if (!cpu_queues_only())
+			vtime_note_load(l, llc_load[l], llc_nr_cpus[l]);
 	}
 }
 

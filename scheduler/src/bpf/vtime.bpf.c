@@ -10,17 +10,18 @@
  * of a cgroup the weight is its share of the cgroup's (weight.bpf.c).
  *
  * HOW
- * Each LLC keeps a clock: the largest vtime of a task that started running
- * there from one of its queues (a task put straight on an idle CPU was
- * ordered against nothing and leaves the clock alone), moved with one
- * compare-and-swap. A queued task's vtime is kept in a window around it:
+ * Each LLC keeps a clock (with per-CPU queues, each CPU: clock_id()): the
+ * largest vtime of a task that started running there from one of its queues (a
+ * task put straight on an idle CPU was ordered against nothing and leaves the
+ * clock alone), moved with one compare-and-swap. A queued task's vtime is kept
+ * in a window around it:
  * - not behind it at all if the task wakes up: a sleeper keeps no credit, so
  *   it cannot monopolise the LLC, and the brief runs of woken tasks move the
  *   clock (with credit they would enter behind it and leave it where it was,
  *   and a task queued just ahead would wait behind an endless stream of them);
  *   at most REQUEUE_LAG_SLICES of real time behind (in vtime at the rate
  *   the LLC's load gives its clock if shares hold, at least 1 ns per ns:
- *   see vtime_note_llc_load()), or for a task heavier than nice 0 as many
+ *   see vtime_note_load()), or for a task heavier than nice 0 as many
  *   slices of its own runs (it climbs back at its own pace), if it was
  *   runnable all along (a heavy-weight task legitimately trails the clock,
  *   which the lightest task set), or if it is a kernel thread, woken or
@@ -67,21 +68,24 @@
  * shards of one LLC) share one clock.
  */
 
-/* Per-LLC virtual clock and how fast it moves, one cache line each. */
-struct llc_clock {
+/*
+ * A virtual clock and how fast it moves, one cache line each: one per LLC
+ * (shared by its shards), or with per-CPU queues one per CPU (clock_of()).
+ */
+struct vclock {
 	u64 vtime;	  /* the clock */
 	u64 rate;	  /* clock ns per real ns, Q16, averaged over windows */
 	u64 window_at;	  /* real time the current rate window started */
 	u64 window_vtime; /* the clock then */
 	u64 fair_rate;	  /* how fast it moves if shares hold, Q16, from the
-			   * periodic scan's weighing (vtime_note_llc_load()) */
+			   * periodic scan's weighing (vtime_note_load()) */
 	u64 granted;	  /* the furthest vtime a task was queued at */
 	u64 due;	  /* granted as of the last epoch's end: the clock
 			   * reaches it by the end of this epoch */
 	u64 epoch_at;	  /* real time the current epoch started */
 } __attribute__((aligned(64)));
 
-struct llc_clock llc_clocks[MAX_LLCS];
+struct vclock vclocks[MAX_CPUS];
 
 /*
  * Per CPU, its running task's vtime when its current stretch began, when
@@ -97,16 +101,33 @@ struct cpu_running {
 
 struct cpu_running cpu_runnings[MAX_CPUS];
 
-/* The clock of @llc. */
-static __always_inline struct llc_clock *llc_clock_of(u32 llc)
+/*
+ * The clock that orders the queues @cpu takes from: its LLC's, or with
+ * per-CPU queues its own. Per CPU as the kernel keeps a vruntime base per
+ * runqueue: one LLC-wide clock is the furthest of its queues, and a queue
+ * its noise slows (a CPU that runs more root-cgroup tasks, kworkers) falls
+ * behind it for good; its tasks were then held at the clock's lag bound at
+ * every requeue, in one order whatever their shares (cpu.weight 100:300 on
+ * 8:4 hogs pinned one of 300 and two of 100 per CPU: 1:2.15-2.20, lag_cuts
+ * taking 16-21 s of vtime in 11 s; with this and head_due_before()'s turn by
+ * the CPU's load 1:2.85-2.86, 0.5 s; 1llc, TCG). A task that moves between
+ * clocks keeps its distance to them (vtime_rebase()).
+ */
+static __always_inline u32 clock_id(s32 cpu)
 {
-	return &llc_clocks[llc & (MAX_LLCS - 1)];
+	return cpu_queues_only() ? (u32)cpu_idx(cpu) : llc_of(cpu);
 }
 
-/* The virtual clock of @llc. */
-static __always_inline u64 *llc_vtime(u32 llc)
+/* The clock @id (clock_id()). */
+static __always_inline struct vclock *clock_of(u32 id)
 {
-	return &llc_clock_of(llc)->vtime;
+	return &vclocks[id & (MAX_CPUS - 1)];
+}
+
+/* The virtual time of clock @id. */
+static __always_inline u64 *clock_vtime(u32 id)
+{
+	return &clock_of(id)->vtime;
 }
 
 /* Every clock starts moving at one ns per ns. Called from ops.init. */
@@ -114,18 +135,18 @@ static void vtime_init(void)
 {
 	u32 i;
 
-	bpf_for (i, 0, MAX_LLCS)
-		llc_clocks[i].rate = 1 << RATE_SHIFT;
+	bpf_for (i, 0, MAX_CPUS)
+		vclocks[i].rate = 1 << RATE_SHIFT;
 }
 
 /*
- * How fast @llc's clock moves if shares hold (vtime_note_llc_load()), Q16,
+ * How fast @id's clock moves if shares hold (vtime_note_load()), Q16,
  * but at least @floor; one ns per ns before the periodic scan first weighed
  * the LLC.
  */
-static __always_inline u64 llc_fair_rate(u32 llc, u64 floor)
+static __always_inline u64 clock_fair_rate(u32 id, u64 floor)
 {
-	u64 fair = llc_clock_of(llc)->fair_rate;
+	u64 fair = clock_of(id)->fair_rate;
 
 	if (!fair)
 		return 1 << RATE_SHIFT;
@@ -133,13 +154,13 @@ static __always_inline u64 llc_fair_rate(u32 llc, u64 floor)
 }
 
 /*
- * How far ahead of @llc's clock a task may be queued: what the clock covers
+ * How far ahead of @id's clock a task may be queued: what the clock covers
  * in wait_target_ns at its measured rate (at least MIN_CLOCK_RATE, see
  * clock_rate_update()). Not "at least a slice": when many tasks run in brief
  * bursts and switching costs more than they run (hackbench under TCG on a
  * busy host), the clock crawls (about 1/1000 ns per ns) and a slice of lead
  * became a 2.5 s wait, and the kernel ejected the scheduler. The rate counts
- * at most the rate fair shares give the LLC's load (llc_fair_rate()):
+ * at most the rate fair shares give the LLC's load (clock_fair_rate()):
  * bursts (yield loops, tiny shares starting, a light task's own start at the
  * bound) move the clock faster than the queues' order moves, and would
  * overstate it. Without the load's cap, 16 busy loops of two cgroups under one
@@ -150,10 +171,10 @@ static __always_inline u64 llc_fair_rate(u32 llc, u64 floor)
  * nice churn the longest waits were 1.5-2.2 s (1llc, 4llc; bounds 1.3-1.7 s),
  * and 0.5-1.3 s with the load's own rate as the cap (TCG).
  */
-static __always_inline u64 llc_max_lead(u32 llc)
+static __always_inline u64 clock_max_lead(u32 id)
 {
-	u64 rate = llc_clock_of(llc)->rate,
-	    cap = llc_fair_rate(llc, MIN_CLOCK_RATE);
+	u64 rate = clock_of(id)->rate,
+	    cap = clock_fair_rate(id, MIN_CLOCK_RATE);
 
 	if (rate > cap)
 		rate = cap;
@@ -161,32 +182,32 @@ static __always_inline u64 llc_max_lead(u32 llc)
 }
 
 /*
- * The periodic scan weighed @llc: @load, the summed share of its running and
+ * The periodic scan weighed @id: @load, the summed share of its running and
  * waiting tasks, over its @nr_cpus. Were shares to hold, its clock would move
  * nr_cpus x a nice-0 share / load ns per ns: more than one when the LLC runs
  * less weight than a nice-0 task per CPU (many tasks of one cgroup, whose
- * shares split its weight). Kept as the cap of llc_max_lead()'s rate: the rate
- * a fair order explains, where bursts cannot push it.
+ * shares split its weight). Kept as the cap of clock_max_lead()'s rate: the
+ * rate a fair order explains, where bursts cannot push it.
  */
-static __always_inline void vtime_note_llc_load(u32 llc, u64 load, u32 nr_cpus)
+static __always_inline void vtime_note_load(u32 id, u64 load, u32 nr_cpus)
 {
-	llc_clock_of(llc)->fair_rate =
+	clock_of(id)->fair_rate =
 		load ? ((u64)nr_cpus * (100ULL << WEIGHT_SHIFT) << RATE_SHIFT) /
 				load
 		     : 0;
 }
 
 /*
- * @p's vtime moved to @llc's clock: the same distance to it as to the clock
- * of the LLC it was earned in (tctx->vtime_llc).
+ * @p's vtime moved to clock @id: the same distance to it as to the clock
+ * it was earned against (tctx->vtime_clock).
  */
 static __always_inline void vtime_rebase(struct task_struct *p,
-					 struct task_ctx *tctx, u32 llc)
+					 struct task_ctx *tctx, u32 id)
 {
-	if (!tctx || tctx->vtime_llc == llc)
+	if (!tctx || tctx->vtime_clock == id)
 		return;
-	p->scx.dsq_vtime += *llc_vtime(llc) - *llc_vtime(tctx->vtime_llc);
-	tctx->vtime_llc = llc;
+	p->scx.dsq_vtime += *clock_vtime(id) - *clock_vtime(tctx->vtime_clock);
+	tctx->vtime_clock = id;
 }
 
 /*
@@ -214,13 +235,13 @@ static __always_inline void cpu_queue_started(s32 cpu, u64 vtime)
 }
 
 /*
- * The clock a task queued in @llc is placed against: the LLC's, or, for one
+ * The clock a task queued in @id is placed against: the LLC's, or, for one
  * pinned to @pinned_cpu (-1: none) while tasks pinned there take turns, that
  * CPU's queue clock if it is behind, but at most @max_lag behind.
  */
-static __always_inline u64 queue_clock(u32 llc, s32 pinned_cpu, u64 max_lag)
+static __always_inline u64 queue_clock(u32 id, s32 pinned_cpu, u64 max_lag)
 {
-	u64 clock = *llc_vtime(llc), own;
+	u64 clock = *clock_vtime(id), own;
 
 	if (pinned_cpu < 0 || !(own = cpu_queue_of(pinned_cpu)->clock) ||
 	    !time_before(own, clock))
@@ -229,19 +250,19 @@ static __always_inline u64 queue_clock(u32 llc, s32 pinned_cpu, u64 max_lag)
 }
 
 /*
- * The most vtime a task may keep behind @llc's clock when queued again:
+ * The most vtime a task may keep behind @id's clock when queued again:
  * REQUEUE_LAG_SLICES of real time, in vtime at the rate the LLC's load gives
  * its clock (at least 1 ns per ns).
  */
-static __always_inline u64 llc_requeue_lag(u32 llc)
+static __always_inline u64 clock_requeue_lag(u32 id)
 {
 	return (REQUEUE_LAG_SLICES * slice_ns *
-		llc_fair_rate(llc, 1 << RATE_SHIFT)) >>
+		clock_fair_rate(id, 1 << RATE_SHIFT)) >>
 	       RATE_SHIFT;
 }
 
 /*
- * The lag @p keeps of @llc_lag (llc_requeue_lag()): all of it, or for a task
+ * The lag @p keeps of @llc_lag (clock_requeue_lag()): all of it, or for a task
  * heavier than nice 0 (nice -20: 87 times) as many slices of its own runs,
  * as it climbs back up only at its own pace. With the LLC's lag, nice -20
  * hogs of the gauntlet's nice churn trailed the clock by more than they ran
@@ -289,7 +310,7 @@ static __always_inline u64 woken_floor(struct task_struct *p,
  * tasks queue at or behind the furthest. Two CPUs racing may keep the
  * nearer of two grants made at the same moment.
  */
-static __always_inline void clock_note_grant(struct llc_clock *c, u64 vtime)
+static __always_inline void clock_note_grant(struct vclock *c, u64 vtime)
 {
 	if (time_before(c->granted, vtime))
 		c->granted = vtime;
@@ -302,23 +323,23 @@ static __always_inline void clock_note_grant(struct llc_clock *c, u64 vtime)
  * clock if it wakes up (woken_floor()), at most REQUEUE_LAG_SLICES if it was
  * runnable all along (it earned that lag by running less than its share);
  * ahead of it by at most a slice plus what its last run cost it, and at most
- * llc_max_lead().
+ * clock_max_lead().
  */
 static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 					    u64 enq_flags, u64 dsq)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
-	u32 llc = llc_of(cpu);
+	u32 id = clock_id(cpu);
 	u64 clock, floor, lead, vtime, max_lag;
 
-	max_lag = llc_requeue_lag(llc);
-	vtime_rebase(p, tctx, llc);
-	clock = queue_clock(llc, task_in_pinned_crowd(p) ? cpu : -1, max_lag);
+	max_lag = clock_requeue_lag(id);
+	vtime_rebase(p, tctx, id);
+	clock = queue_clock(id, task_in_pinned_crowd(p) ? cpu : -1, max_lag);
 	/* never more than the (task's) lag behind the LLC's clock itself */
 	floor = queue_keeps_lag(p, enq_flags)
-			? *llc_vtime(llc) - task_requeue_lag(p, tctx, max_lag)
+			? *clock_vtime(id) - task_requeue_lag(p, tctx, max_lag)
 			: woken_floor(p, tctx, dsq, clock);
-	lead = llc_max_lead(llc);
+	lead = clock_max_lead(id);
 	if (tctx) {
 		if (tctx->last_charge + slice_ns < lead)
 			lead = tctx->last_charge + slice_ns;
@@ -339,7 +360,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 	}
 	p->scx.dsq_vtime = vtime;
 	if (dsq)
-		clock_note_grant(llc_clock_of(llc), vtime);
+		clock_note_grant(clock_of(id), vtime);
 	return vtime;
 }
 
@@ -358,7 +379,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
  * the rate (the window starts after it): the move keeps a promise, it
  * says nothing of how fast the queues' order moves.
  */
-static __always_inline u64 clock_epoch_update(struct llc_clock *c, u64 now,
+static __always_inline u64 clock_epoch_update(struct vclock *c, u64 now,
 					      u64 vtime)
 {
 	u64 due = c->due;
@@ -393,7 +414,7 @@ static __always_inline u64 clock_epoch_update(struct llc_clock *c, u64 now,
  * bound cut the charges of the small shares, and a 3:1 cpu.weight split ran
  * 2.2:1; with 16 slices 2.97:1.
  */
-static __always_inline void clock_rate_update(struct llc_clock *c, u64 now)
+static __always_inline void clock_rate_update(struct vclock *c, u64 now)
 {
 	u64 at = c->window_at, vtime = c->vtime, floor, rate;
 
@@ -427,11 +448,11 @@ static __always_inline void clock_rate_update(struct llc_clock *c, u64 now)
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 {
-	u32 llc = llc_of(cpu);
-	struct llc_clock *c = llc_clock_of(llc);
+	u32 id = clock_id(cpu);
+	struct vclock *c = clock_of(id);
 	u64 old = c->vtime, vtime;
 
-	vtime_rebase(p, tctx, llc);
+	vtime_rebase(p, tctx, id);
 	tctx->started_at = now;
 	tctx->last_charge = 0;
 	if (!tctx->vtime_queued)
@@ -571,6 +592,10 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 			if (!have_vtime)
 				vtime = task_queue_vtime(p, cpu, enq_flags,
 							 queue_dsq_of(p, cpu));
+			/* per-CPU clocks: @p's vtime as @other's clock has it
+			 */
+			vtime += *clock_vtime(clock_id(other)) -
+				 *clock_vtime(clock_id(cpu));
 			if (running_past(other, vtime)) {
 				blocker = 0;
 				cpu = other;
@@ -581,6 +606,12 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 		stat_inc(blocker);
 		return false;
 	}
+	/* with per-CPU clocks it passes its CPU's queue: its start says
+	 * nothing of where that queue's order stands, and leaves the clock
+	 * alone (an LLC's clock, which its shards share, counts it as before)
+	 */
+	if (cpu_queues_only())
+		tctx->vtime_queued = false;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns,
 			   enq_flags | SCX_ENQ_PREEMPT);
 	stat_inc(STAT_WAKE_PREEMPTS);
@@ -591,11 +622,11 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 static __always_inline void vtime_enable(struct task_struct *p,
 					 struct task_ctx *tctx)
 {
-	u32 llc = llc_of(scx_bpf_task_cpu(p));
+	u32 id = clock_id(scx_bpf_task_cpu(p));
 
-	p->scx.dsq_vtime = *llc_vtime(llc);
+	p->scx.dsq_vtime = *clock_vtime(id);
 	if (tctx)
-		tctx->vtime_llc = llc;
+		tctx->vtime_clock = id;
 }
 
 /*
