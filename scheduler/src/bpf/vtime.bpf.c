@@ -335,7 +335,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 	max_lag = clock_requeue_lag(id);
 	vtime_rebase(p, tctx, id);
 	clock = queue_clock(id, task_in_pinned_crowd(p) ? cpu : -1, max_lag);
-	/* never more than the (task's) lag behind the LLC's clock itself */
+	/* never more than the (task's) lag behind the clock itself */
 	floor = queue_keeps_lag(p, enq_flags)
 			? *clock_vtime(id) - task_requeue_lag(p, tctx, max_lag)
 			: woken_floor(p, tctx, dsq, clock);
@@ -592,10 +592,10 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 			if (!have_vtime)
 				vtime = task_queue_vtime(p, cpu, enq_flags,
 							 queue_dsq_of(p, cpu));
-			/* per-CPU clocks: @p's vtime as @other's clock has it
-			 */
-			vtime += *clock_vtime(clock_id(other)) -
-				 *clock_vtime(clock_id(cpu));
+			/* @p's vtime as @other's own clock has it */
+			if (cpu_queues_only())
+				vtime += *clock_vtime(clock_id(other)) -
+					 *clock_vtime(clock_id(cpu));
 			if (running_past(other, vtime)) {
 				blocker = 0;
 				cpu = other;
