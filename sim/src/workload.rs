@@ -64,7 +64,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
-    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs 100 us every probe_ms: its waits)"),
+    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs 100 us every probe_ms: its waits),pinned=0 (1: each group's loop i pinned to CPU i mod the CPUs, as taskset -c does)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -76,7 +76,7 @@ pub fn make(name: &str, opts: &str, nr_cpus: usize) -> Result<Box<dyn Wl>> {
         "rr" => Box::new(Rr::new(&o, nr_cpus)),
         "memgroups" => Box::new(MemGroups::new(&o)),
         "schbench" => Box::new(Schbench::new(&o)),
-        "hogs" => Box::new(Hogs::new(&o)?),
+        "hogs" => Box::new(Hogs::new(&o, nr_cpus)?),
         _ => bail!("unknown workload {name:?} (--list-workloads)"),
     })
 }
@@ -848,6 +848,8 @@ pub struct Hogs {
     probe_wake_at: u64,
     /// the probe's waits from the end of a sleep to its next run
     probe_waits: Vec<u64>,
+    /// each loop pinned to one CPU (its index in its group, mod nr_cpus)
+    pinned_on: Option<usize>,
 }
 
 /// What the hogs' probe runs per wakeup (manylimits' probe: spin -s 100000).
@@ -864,7 +866,7 @@ fn colon_list(s: &str) -> Result<Vec<u64>> {
 }
 
 impl Hogs {
-    fn new(o: &Opts) -> Result<Hogs> {
+    fn new(o: &Opts, nr_cpus: usize) -> Result<Hogs> {
         let counts = colon_list(&o.s("counts", "8:4"))?;
         let weights = colon_list(&o.s("weights", "100:300"))?;
         if counts.len() != weights.len() || weights.iter().any(|&w| !(1..=10000).contains(&w)) {
@@ -887,6 +889,7 @@ impl Hogs {
             probe_period_ns: o.get("probe_ms", 0) * 1_000_000,
             probe_wake_at: 0,
             probe_waits: Vec::new(),
+            pinned_on: (o.get("pinned", 0) != 0).then_some(nr_cpus.max(1)),
         })
     }
 }
@@ -906,6 +909,7 @@ impl Wl for Hogs {
             for i in 0..n {
                 let mut t = TaskSpec::simple(&format!("hog-g{g}-{i}"), 64 << 10);
                 t.cgroup = 1 + usize::from(self.nested) + g;
+                t.cpus = self.pinned_on.map(|n| vec![i % n]);
                 v.push(t);
             }
         }

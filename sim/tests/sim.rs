@@ -368,6 +368,23 @@ fn hogs_share(j: &Value) -> f64 {
     j["workload"]["share_min_over_max"].as_f64().unwrap()
 }
 
+/// Runs hogs workload @w on 1llc under --shared-runq=@design: it must end well, split at
+/// least @min_share of the weights and cut no lag.
+fn assert_split_without_lag_cuts(name: &str, w: &str, design: &str, min_share: f64) {
+    let flag = format!("--sched-arg=--shared-runq={design}");
+    let (ok, j) = sim(
+        &format!("{name}-{design}"),
+        &["--machine", "1llc", "--workload", w, flag.as_str()],
+    );
+    assert!(ok, "{design} {w}: {}", j["exit"]);
+    assert!(
+        hogs_share(&j) >= min_share,
+        "{design} {w}: {}",
+        j["workload"]
+    );
+    assert_eq!(counter(&j, "lag_cuts"), 0, "{design} {w}");
+}
+
 #[test]
 fn busy_llcs_even_out_by_weight_so_cgroup_shares_hold_across_llcs() {
     // two equal cgroups of 8 busy loops on 2 LLCs of 4 CPUs; the second is
@@ -417,13 +434,7 @@ fn per_cpu_queues_keep_cgroup_weights_by_weighing_their_cpus() {
     for design in ["off", "seed"] {
         let flag = format!("--sched-arg=--shared-runq={design}");
         let w = "hogs:counts=8:4,weights=100:300,ms=8000,probe_ms=10";
-        let (ok, j) = sim(
-            &format!("pcq-probe-{design}"),
-            &["--machine", "1llc", "--workload", w, flag.as_str()],
-        );
-        assert!(ok, "{design} {w}: {}", j["exit"]);
-        assert!(hogs_share(&j) >= 0.85, "{design} {w}: {}", j["workload"]);
-        assert_eq!(counter(&j, "lag_cuts"), 0, "{design} {w}");
+        assert_split_without_lag_cuts("pcq-probe", w, design, 0.85);
         for (m, w, balanced) in [
             ("1llc", "hogs:counts=8:4,weights=100:300,ms=8000", false),
             (
@@ -448,6 +459,20 @@ fn per_cpu_queues_keep_cgroup_weights_by_weighing_their_cpus() {
                 assert!(counter(&j, "periodic_pulls") > 0, "{design} {m} {w}");
             }
         }
+    }
+}
+
+#[test]
+fn pinned_crowds_keep_cgroup_weights_in_every_design() {
+    // 8 loops at cpu.weight 100 and 4 at 300, pinned one of 300 and two of 100 per CPU
+    // (taskset -c): no balance acts, so the split is each CPU queue's own order. In the
+    // shard design the pinned tasks were ordered against the LLC's clock, the furthest of
+    // the four CPUs' crowds; the others' heavy loops fell behind it and were cut back to the
+    // lag bound at every requeue (lag_cuts 766), and the cgroups split 1:1 (0.33 of the
+    // weights). With a clock per CPU for its pinned crowd: 0.99, no cuts.
+    for design in ["shard", "off", "seed"] {
+        let w = "hogs:counts=8:4,weights=100:300,ms=8000,pinned=1";
+        assert_split_without_lag_cuts("pinned-crowd", w, design, 0.9);
     }
 }
 
