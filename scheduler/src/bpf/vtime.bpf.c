@@ -42,13 +42,13 @@
  *   queued at by the epoch before (clock_epoch_update()), so a task queued
  *   ahead waits about two epochs at most.
  * Tasks pinned to one CPU wait on its own queue and take turns only with
- * each other there, so that queue keeps a clock of its own (pinned_clock_id()),
- * whose rate is its CPU's: their vtimes climb at their share of one CPU, while
- * the LLC's clock moves with the whole LLC, and held within the lag of the
- * LLC's clock a pinned crowd lost its weights (below). Where a pinned head
- * meets the LLC's tasks (the CPU's dispatch, a wakeup's preemption), its vtime
- * counts from where the LLC's clock stood when the CPU's own clock last moved
- * (llc_frame_vtime()): a pinned head that waits ages against the LLC.
+ * each other there: while some do, the CPU's queue clock (the largest vtime
+ * started from that queue) stands in for the LLC's clock when one of them is
+ * queued, if it is behind (by at most the requeue lag). Their vtimes climb
+ * at their share of one CPU, while the LLC's clock moves with the whole
+ * LLC, or crawls when none of its queued starts is ahead of it: against the
+ * LLC's clock a woken pinned task would queue behind every pinned task that
+ * kept its lag, for seconds, until they had climbed it.
  * A task that crosses LLCs (stolen, or woken elsewhere) keeps its distance
  * to its old LLC's clock. sched_yield() charges the yielder a slice, so the
  * tasks within a slice of it run first. Runtime is measured from
@@ -70,8 +70,7 @@
 
 /*
  * A virtual clock and how fast it moves, one cache line each: one per LLC
- * (shared by its shards), or with per-CPU queues one per CPU (clock_id()),
- * and one per CPU for the tasks pinned there (pinned_clock_id()).
+ * (shared by its shards), or with per-CPU queues one per CPU (clock_of()).
  */
 struct vclock {
 	u64 vtime;	  /* the clock */
@@ -86,15 +85,13 @@ struct vclock {
 	u64 epoch_at;	  /* real time the current epoch started */
 } __attribute__((aligned(64)));
 
-/* ids below MAX_CPUS: clock_id(); from PINNED_CLOCK_BASE: pinned_clock_id() */
-#define PINNED_CLOCK_BASE MAX_CPUS
-struct vclock vclocks[2 * MAX_CPUS];
+struct vclock vclocks[MAX_CPUS];
 
 /*
- * Per CPU, its running task's vtime (llc_frame_vtime()) when its current
- * stretch began, when that was, and the share that charges it (0: none
- * running); written by the CPU itself at each start and tick, read by wakeups
- * that find no idle CPU (vtime_wake_preempt()).
+ * Per CPU, its running task's vtime when its current stretch began, when
+ * that was, and the share that charges it (0: none running); written by the
+ * CPU itself at each start and tick, read by wakeups that find no idle CPU
+ * (vtime_wake_preempt()).
  */
 struct cpu_running {
 	u64 vtime;
@@ -121,42 +118,10 @@ static __always_inline u32 clock_id(s32 cpu)
 	return cpu_queues_only() ? (u32)cpu_idx(cpu) : llc_of(cpu);
 }
 
-/*
- * The clock of the tasks pinned to @cpu in the shard design, for the same
- * reason: against the LLC's clock, the same 8:4 hogs pinned under the
- * default design split 1:1.14-1.18, lag_cuts taking 60-64 s of vtime in 14 s
- * (1llc, TCG); mosaic-sim 1:1.0 (0.33 of the weights, 766 cuts).
- */
-static __always_inline u32 pinned_clock_id(s32 cpu)
-{
-	return PINNED_CLOCK_BASE + (u32)cpu_idx(cpu);
-}
-
-/* The clock @p, queued or running on @cpu, is ordered against. */
-static __always_inline u32 task_clock_id(const struct task_struct *p, s32 cpu)
-{
-	return task_in_pinned_crowd(p) ? pinned_clock_id(cpu) : clock_id(cpu);
-}
-
-/* The clock @id (clock_id(), pinned_clock_id()). */
+/* The clock @id (clock_id()). */
 static __always_inline struct vclock *clock_of(u32 id)
 {
-	return &vclocks[id & (2 * MAX_CPUS - 1)];
-}
-
-/*
- * @vtime of @p, on @cpu, as its LLC's clock orders it: a pinned crowd's
- * counts from where the LLC's clock stood when the CPU's pinned clock last
- * moved (the shift kept then), so that a pinned head that waits grows older
- * against the LLC's tasks, and one queued a slice past its clock is a slice
- * past the LLC's present of then.
- */
-static __always_inline u64 llc_frame_vtime(const struct task_struct *p, s32 cpu,
-					   u64 vtime)
-{
-	if (!task_in_pinned_crowd(p))
-		return vtime;
-	return vtime + cpu_queue_of(cpu)->frame_shift;
+	return &vclocks[id & (MAX_CPUS - 1)];
 }
 
 /* The virtual time of clock @id. */
@@ -170,7 +135,7 @@ static void vtime_init(void)
 {
 	u32 i;
 
-	bpf_for (i, 0, 2 * MAX_CPUS)
+	bpf_for (i, 0, MAX_CPUS)
 		vclocks[i].rate = 1 << RATE_SHIFT;
 }
 
@@ -260,6 +225,30 @@ static __always_inline bool queue_keeps_lag(struct task_struct *p,
 	return !(enq_flags & SCX_ENQ_WAKEUP) || (p->flags & PF_KTHREAD);
 }
 
+/* A task pinned to @cpu started from its queue at @vtime: move its clock. */
+static __always_inline void cpu_queue_started(s32 cpu, u64 vtime)
+{
+	struct cpu_queue *q = cpu_queue_of(cpu);
+
+	if (!q->clock || time_before(q->clock, vtime))
+		q->clock = vtime;
+}
+
+/*
+ * The clock a task queued in @id is placed against: the LLC's, or, for one
+ * pinned to @pinned_cpu (-1: none) while tasks pinned there take turns, that
+ * CPU's queue clock if it is behind, but at most @max_lag behind.
+ */
+static __always_inline u64 queue_clock(u32 id, s32 pinned_cpu, u64 max_lag)
+{
+	u64 clock = *clock_vtime(id), own;
+
+	if (pinned_cpu < 0 || !(own = cpu_queue_of(pinned_cpu)->clock) ||
+	    !time_before(own, clock))
+		return clock;
+	return time_before(own, clock - max_lag) ? clock - max_lag : own;
+}
+
 /*
  * The most vtime a task may keep behind @id's clock when queued again:
  * REQUEUE_LAG_SLICES of real time, in vtime at the rate the LLC's load gives
@@ -329,10 +318,10 @@ static __always_inline void clock_note_grant(struct vclock *c, u64 vtime)
 
 /*
  * Vtime at which @p is queued on @dsq (0: not a queue the LLC's clock
- * orders) in the LLC of @cpu (on @cpu's own queue against its pinned clock
- * if it is in a pinned crowd): its own, rebased to that clock, and not behind
- * the clock if it wakes up (woken_floor()), at most REQUEUE_LAG_SLICES if it
- * was runnable all along (it earned that lag by running less than its share);
+ * orders) in the LLC of @cpu (on @cpu's own queue if it is in a pinned
+ * crowd, see queue_clock()): its own, rebased to that LLC, and not behind the
+ * clock if it wakes up (woken_floor()), at most REQUEUE_LAG_SLICES if it was
+ * runnable all along (it earned that lag by running less than its share);
  * ahead of it by at most a slice plus what its last run cost it, and at most
  * clock_max_lead().
  */
@@ -340,13 +329,15 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 					    u64 enq_flags, u64 dsq)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
-	u32 id = task_clock_id(p, cpu);
-	u64 clock = *clock_vtime(id), floor, lead, vtime, max_lag;
+	u32 id = clock_id(cpu);
+	u64 clock, floor, lead, vtime, max_lag;
 
 	max_lag = clock_requeue_lag(id);
 	vtime_rebase(p, tctx, id);
+	clock = queue_clock(id, task_in_pinned_crowd(p) ? cpu : -1, max_lag);
+	/* never more than the (task's) lag behind the clock itself */
 	floor = queue_keeps_lag(p, enq_flags)
-			? clock - task_requeue_lag(p, tctx, max_lag)
+			? *clock_vtime(id) - task_requeue_lag(p, tctx, max_lag)
 			: woken_floor(p, tctx, dsq, clock);
 	lead = clock_max_lead(id);
 	if (tctx) {
@@ -447,18 +438,17 @@ static __always_inline void clock_rate_update(struct vclock *c, u64 now)
 }
 
 /*
- * @p starts running on @cpu at @now: rebase its vtime to its clock there
- * (task_clock_id()); if it comes from one of the queues that clock orders
- * (so its vtime is within the bounds of task_queue_vtime()), move the clock
- * up to it (one compare-and-swap; if another CPU moved the clock meanwhile,
- * its move stands), and for a pinned crowd's clock note the LLC's clock
- * against it (llc_frame_vtime()). A task put straight on an idle CPU's local
- * queue was ordered against nothing, and leaves the clocks alone.
+ * @p starts running on @cpu at @now: rebase its vtime to this LLC; if it
+ * comes from one of the LLC's queues (so its vtime is within the bounds of
+ * task_queue_vtime()), move the clock up to it (one compare-and-swap; if
+ * another CPU moved the clock meanwhile, its move stands), and for a task
+ * pinned to @cpu, the CPU's queue clock. A task put straight on an idle
+ * CPU's local queue was ordered against nothing, and leaves the clocks alone.
  */
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 {
-	u32 id = task_clock_id(p, cpu);
+	u32 id = clock_id(cpu);
 	struct vclock *c = clock_of(id);
 	u64 old = c->vtime, vtime;
 
@@ -472,10 +462,8 @@ vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 	if (time_before(old, vtime))
 		__sync_val_compare_and_swap(&c->vtime, old, vtime);
 	clock_rate_update(c, now);
-	/* only @cpu starts the tasks pinned to it: a plain write */
-	if (id >= PINNED_CLOCK_BASE)
-		cpu_queue_of(cpu)->frame_shift =
-			*clock_vtime(clock_id(cpu)) - c->vtime;
+	if (task_in_pinned_crowd(p))
+		cpu_queue_started(cpu, vtime);
 }
 
 /* How long the task of @tctx ran, stopping at @now; 0 if unknown. */
@@ -507,7 +495,7 @@ static __always_inline void vtime_note_running(struct task_struct *p,
 {
 	struct cpu_running *r = &cpu_runnings[cpu_idx(cpu)];
 
-	r->vtime = llc_frame_vtime(p, cpu, p->scx.dsq_vtime);
+	r->vtime = p->scx.dsq_vtime;
 	r->since = now;
 	r->share = task_share_cached(p, tctx);
 }
@@ -591,9 +579,8 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 	/* the vtime only once a CPU passed the checks that need none */
 	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
 	    !(blocker = preempt_blocker(p, tctx, cpu))) {
-		vtime = llc_frame_vtime(p, cpu,
-					task_queue_vtime(p, cpu, enq_flags,
-							 queue_dsq_of(p, cpu)));
+		vtime = task_queue_vtime(p, cpu, enq_flags,
+					 queue_dsq_of(p, cpu));
 		have_vtime = true;
 		if (!running_past(cpu, vtime))
 			blocker = STAT_WAKE_PREEMPT_AHEAD;
@@ -603,10 +590,8 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 		if (other != cpu && other < nr_cpu_ids &&
 		    !preempt_blocker(p, tctx, other)) {
 			if (!have_vtime)
-				vtime = llc_frame_vtime(
-					p, cpu,
-					task_queue_vtime(p, cpu, enq_flags,
-							 queue_dsq_of(p, cpu)));
+				vtime = task_queue_vtime(p, cpu, enq_flags,
+							 queue_dsq_of(p, cpu));
 			/* @p's vtime as @other's own clock has it */
 			if (cpu_queues_only())
 				vtime += *clock_vtime(clock_id(other)) -
@@ -633,11 +618,11 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 	return true;
 }
 
-/* A task joins: start it at its clock's present. */
+/* A task joins: start it at its LLC's present. */
 static __always_inline void vtime_enable(struct task_struct *p,
 					 struct task_ctx *tctx)
 {
-	u32 id = task_clock_id(p, scx_bpf_task_cpu(p));
+	u32 id = clock_id(scx_bpf_task_cpu(p));
 
 	p->scx.dsq_vtime = *clock_vtime(id);
 	if (tctx)
