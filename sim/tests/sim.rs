@@ -463,7 +463,7 @@ fn per_cpu_queues_keep_cgroup_weights_by_weighing_their_cpus() {
 }
 
 #[test]
-fn pinned_crowds_keep_cgroup_weights_in_every_design() {
+fn pinned_crowds_keep_cgroup_weights_with_per_cpu_queues() {
     // 8 loops at cpu.weight 100 and 4 at 300, pinned one of 300 and two of 100 per CPU
     // (taskset -c): no balance acts, so the split is each CPU queue's own order, kept by
     // each CPU queue's own clock in the per-CPU designs. Not yet in the shard design, whose
