@@ -262,8 +262,8 @@ static __always_inline u64 clock_requeue_lag(u32 id)
 }
 
 /*
- * The lag @p keeps of @llc_lag (clock_requeue_lag()): all of it, or for a task
- * heavier than nice 0 (nice -20: 87 times) as many slices of its own runs,
+ * The lag @p keeps of @clock_lag (clock_requeue_lag()): all of it, or for a
+ * task heavier than nice 0 (nice -20: 87 times) as many slices of its own runs,
  * as it climbs back up only at its own pace. With the LLC's lag, nice -20
  * hogs of the gauntlet's nice churn trailed the clock by more than they ran
  * off in a second, and a light task the clock had passed waited behind them
@@ -272,12 +272,13 @@ static __always_inline u64 clock_requeue_lag(u32 id)
  * (task_share_cached()); no division for the rest.
  */
 static __always_inline u64 task_requeue_lag(struct task_struct *p,
-					    struct task_ctx *tctx, u64 llc_lag)
+					    struct task_ctx *tctx,
+					    u64 clock_lag)
 {
 	u64 share = task_share_cached(p, tctx);
 
 	if (share <= 100ULL << WEIGHT_SHIFT)
-		return llc_lag;
+		return clock_lag;
 	return REQUEUE_LAG_SLICES * slice_ns * (100ULL << WEIGHT_SHIFT) / share;
 }
 
@@ -319,9 +320,10 @@ static __always_inline void clock_note_grant(struct vclock *c, u64 vtime)
 /*
  * Vtime at which @p is queued on @dsq (0: not a queue the LLC's clock
  * orders) in the LLC of @cpu (on @cpu's own queue if it is in a pinned
- * crowd, see queue_clock()): its own, rebased to that LLC, and not behind the
- * clock if it wakes up (woken_floor()), at most REQUEUE_LAG_SLICES if it was
- * runnable all along (it earned that lag by running less than its share);
+ * crowd, see queue_clock()): its own, rebased to @cpu's clock (clock_id()),
+ * and not behind the clock if it wakes up (woken_floor()), at most
+ * REQUEUE_LAG_SLICES if it was runnable all along (it earned that lag by
+ * running less than its share);
  * ahead of it by at most a slice plus what its last run cost it, and at most
  * clock_max_lead().
  */
@@ -438,12 +440,13 @@ static __always_inline void clock_rate_update(struct vclock *c, u64 now)
 }
 
 /*
- * @p starts running on @cpu at @now: rebase its vtime to this LLC; if it
- * comes from one of the LLC's queues (so its vtime is within the bounds of
- * task_queue_vtime()), move the clock up to it (one compare-and-swap; if
- * another CPU moved the clock meanwhile, its move stands), and for a task
- * pinned to @cpu, the CPU's queue clock. A task put straight on an idle
- * CPU's local queue was ordered against nothing, and leaves the clocks alone.
+ * @p starts running on @cpu at @now: rebase its vtime to @cpu's clock
+ * (clock_id()); if it comes from one of the queues that clock orders (so its
+ * vtime is within the bounds of task_queue_vtime()), move the clock up to it
+ * (one compare-and-swap; if another CPU moved the clock meanwhile, its move
+ * stands), and for a task pinned to @cpu, the CPU's queue clock. A task put
+ * straight on an idle CPU's local queue was ordered against nothing, and leaves
+ * the clocks alone.
  */
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
@@ -618,7 +621,7 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 	return true;
 }
 
-/* A task joins: start it at its LLC's present. */
+/* A task joins: start it at its clock's present (clock_id()). */
 static __always_inline void vtime_enable(struct task_struct *p,
 					 struct task_ctx *tctx)
 {
