@@ -91,7 +91,7 @@ sim-report:
 # the seed table: minutes on two cores, so not in cargo test's default set)
 .PHONY: sim-verdicts
 sim-verdicts:
-	cargo test --release -p mosaic-sim --test report_verdicts -- --ignored
+	cargo test --release -p mosaic-sim --test report_verdicts -- --ignored --nocapture
 
 # scx_mosaic's counters in the VM presets the simulator models -> docs/sim-vm-counters.json,
 # which sim-report puts next to the simulator's (boots 4 VMs: 3-20 min under TCG, depending on the host).

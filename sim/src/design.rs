@@ -57,17 +57,13 @@ pub enum Side {
     Tie,
 }
 
-/// Where @s's interval lies against zero (within stats::EQUIVALENCE of it:
-/// no difference, as the seed rows' verdicts count it).
+/// Where @s's interval lies against the band around zero, as the seed rows'
+/// verdicts count it (stats::side).
 pub fn side_of(s: &Spread) -> Side {
-    if s.lo >= -stats::EQUIVALENCE && s.hi <= stats::EQUIVALENCE {
-        Side::Tie
-    } else if s.lo > 0.0 {
-        Side::Faster
-    } else if s.hi < 0.0 {
-        Side::Slower
-    } else {
-        Side::Tie
+    match stats::side(s) {
+        stats::Side::Above => Side::Faster,
+        stats::Side::Below => Side::Slower,
+        stats::Side::Within => Side::Tie,
     }
 }
 
@@ -240,8 +236,8 @@ pub fn section(md: &mut String, cells: &[Cell], costs: &Costs) -> Result<()> {
          kernel-like newidle balance (`{}`), on every machine of the simulator, under the seed's two \
          workloads scaled as its rows are: {RUNS} paired runs per side (RNG seeds as the rows', step \
          jitter as theirs), the median change and its 95 % interval; positive: the design is faster \
-         (hackbench time, UDP_RR transactions/s); an interval within ±{} % of zero counts as no \
-         difference, as in the seed rows.\n\n| machine | CPUs per LLC | workload | {} | {} |\n|---|---|---|---|---|",
+         (hackbench time, UDP_RR transactions/s); an interval that does not clear ±{} % around zero counts \
+         as no difference, as in the seed rows.\n\n| machine | CPUs per LLC | workload | {} | {} |\n|---|---|---|---|---|",
         SIDES[0].1,
         stats::EQUIVALENCE,
         SIDES[1].0,

@@ -40,7 +40,7 @@ pub struct ReportOptions {
 /// The fewest paired runs a row may rest on.
 pub const MIN_RUNS: usize = 7;
 /// Paired runs per row by default.
-pub const DEFAULT_RUNS: usize = 48;
+pub const DEFAULT_RUNS: usize = 96;
 /// Simulations at once by default (the project's machines have 2 cores).
 pub const DEFAULT_JOBS: usize = 2;
 
@@ -842,12 +842,13 @@ fn render(
          as a step's time varies from call to call on a real machine. The table shows the median \
          change, a {lvl:.0} % percentile-bootstrap interval of the median ({rs} resamples, fixed \
          generator: `sim/src/stats.rs`) and n, and the median of each side's runs. Verdicts come from \
-         the interval: **yes** when it excludes zero in the seed's direction and the median is within \
-         {k:.0}x of the seed's change; **direction yes, size off** when it excludes zero in the seed's \
-         direction with the median beyond {k:.0}x; **no difference** when it contains zero or lies \
-         within ±{eq} of it (% or points: under half the smallest change a seed claims); **no** when \
-         it excludes zero the other way; for a seed that saw no difference, **yes** when the interval \
-         contains zero or lies within ±{eq} of it. Scenarios are scaled down; compare the *relative* change, not absolute \
+         the interval and a band of ±{eq} around zero (% or points: under half the smallest change a \
+         seed claims): **yes** when the whole interval lies beyond the band in the seed's direction and \
+         the median is within {k:.0}x of the seed's change; **direction yes, size off** when it lies \
+         beyond the band in the seed's direction with the median beyond {k:.0}x; **no difference** when \
+         it touches the band (so it contains zero, or comes within {eq} of it); **no** when it lies \
+         beyond the band the other way; for a seed that saw no difference, **yes** when the interval \
+         touches the band. Scenarios are scaled down; compare the *relative* change, not absolute \
          times. Costs: `sim/src/cost.rs`.\n",
         n = o.runs_per_side,
         b = o.base_seed,

@@ -90,27 +90,49 @@ pub fn spread(changes: &[f64]) -> Spread {
 /// factor either way.
 pub const SIZE_FACTOR: f64 = 3.0;
 
-/// Changes whose whole interval lies within this many units (% or points) of
-/// zero count as no difference: under half the smallest change any seed
-/// claims (000's +1.3 % on Skylake), and where the verdict of a -0.1 %
-/// change flipped between "direction yes" and "no difference" with the base
-/// RNG seed.
+/// The band around zero, in units (% or points), that a change must clear
+/// to count: under half the smallest change any seed claims (000's +1.3 % on
+/// Skylake), which the simulator's fidelity cannot resolve.
 pub const EQUIVALENCE: f64 = 0.5;
+
+/// Where an interval lies against the ±EQUIVALENCE band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// wholly above +EQUIVALENCE
+    Above,
+    /// wholly below -EQUIVALENCE
+    Below,
+    /// touches the band or zero: no difference this interval can show
+    Within,
+}
+
+/// Where @s's interval lies: a difference only when the whole interval
+/// clears the band, so that a change near its edge does not flip between
+/// "a difference" and "none" with the RNG seeds drawn.
+pub fn side(s: &Spread) -> Side {
+    if s.lo > EQUIVALENCE {
+        Side::Above
+    } else if s.hi < -EQUIVALENCE {
+        Side::Below
+    } else {
+        Side::Within
+    }
+}
 
 /// What a row's interval says about the seed's claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Verdict {
-    /// excludes zero in the seed's direction, median within SIZE_FACTOR
+    /// clears the band in the seed's direction, median within SIZE_FACTOR
     Yes,
-    /// excludes zero in the seed's direction, median beyond SIZE_FACTOR
+    /// clears the band in the seed's direction, median beyond SIZE_FACTOR
     DirectionOnly,
-    /// contains zero, or lies within EQUIVALENCE of it
+    /// touches the band around zero (Side::Within)
     NoDifference,
-    /// excludes zero the other way
+    /// clears the band the other way
     Opposite,
-    /// the seed saw no difference and the interval contains zero
+    /// the seed saw no difference and the interval touches the band
     NoDifferenceAsSeed,
-    /// the seed saw no difference and the interval excludes zero
+    /// the seed saw no difference and the interval clears the band
     DifferenceUnlikeSeed,
 }
 
@@ -136,19 +158,18 @@ impl Verdict {
 /// The verdict for a seed change @seed (in the row's unit; @seed_null: the
 /// seed reported no significant difference) given the simulated spread @s.
 pub fn verdict(seed: f64, seed_null: bool, s: &Spread) -> Verdict {
-    let contains_zero =
-        (s.lo <= 0.0 && s.hi >= 0.0) || (s.lo >= -EQUIVALENCE && s.hi <= EQUIVALENCE);
+    let side = side(s);
     if seed_null {
-        return if contains_zero {
+        return if side == Side::Within {
             Verdict::NoDifferenceAsSeed
         } else {
             Verdict::DifferenceUnlikeSeed
         };
     }
-    if contains_zero {
+    if side == Side::Within {
         return Verdict::NoDifference;
     }
-    if (s.lo > 0.0) != (seed > 0.0) {
+    if (side == Side::Above) != (seed > 0.0) {
         return Verdict::Opposite;
     }
     let (m, want) = (s.median.abs(), seed.abs());
@@ -230,9 +251,24 @@ mod tests {
             verdict(-0.3, true, &sp(-0.2, -0.3, -0.1)),
             Verdict::NoDifferenceAsSeed
         );
+        // off zero and reaching past the band, but not clearing it: no
+        // difference either way
         assert_eq!(
             verdict(-4.5, false, &sp(-0.6, -0.8, -0.4)),
+            Verdict::NoDifference
+        );
+        assert_eq!(
+            verdict(1.9, false, &sp(-0.9, -1.9, -0.3)),
+            Verdict::NoDifference
+        );
+        // clearing it: a difference
+        assert_eq!(
+            verdict(-4.5, false, &sp(-0.8, -1.0, -0.6)),
             Verdict::DirectionOnly
+        );
+        assert_eq!(
+            verdict(1.9, false, &sp(-1.5, -2.4, -0.6)),
+            Verdict::Opposite
         );
     }
 }

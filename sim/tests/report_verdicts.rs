@@ -5,7 +5,8 @@
 use serde_json::Value;
 use std::process::Command;
 
-/// The verdicts of the report's rows from base seed @seed.
+/// The verdicts of the report's rows from base seed @seed, each printed
+/// with its median and interval (shown with --nocapture).
 fn verdicts(seed: u64) -> Vec<(String, String, String)> {
     let dir = std::env::temp_dir().join(format!("mosaic-verdicts-{}-{seed}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -29,6 +30,15 @@ fn verdicts(seed: u64) -> Vec<(String, String, String)> {
     rows.iter()
         .map(|r| {
             assert!(r["error"].is_null(), "a row did not run: {r}");
+            println!(
+                "base seed {seed}: {} on {}: {} {:+.2} [{:+.2}, {:+.2}]",
+                r["claim"].as_str().unwrap(),
+                r["machine"].as_str().unwrap(),
+                r["verdict"].as_str().unwrap(),
+                r["median"].as_f64().unwrap_or(f64::NAN),
+                r["lo"].as_f64().unwrap_or(f64::NAN),
+                r["hi"].as_f64().unwrap_or(f64::NAN),
+            );
             (
                 r["claim"].as_str().unwrap().to_string(),
                 r["machine"].as_str().unwrap().to_string(),
