@@ -268,15 +268,11 @@ static __always_inline u64 clock_requeue_lag(u32 id)
  * hogs of the gauntlet's nice churn trailed the clock by more than they ran
  * off in a second, and a light task the clock had passed waited behind them
  * (2node, five runs alternated in one boot: longest waits 1.0-2.25 s; with
- * this 0.71-1.12 s; TCG). The share is the last one computed
+ * this 0.71-1.12 s; TCG). @share is the task's last one
  * (task_share_cached()); no division for the rest.
  */
-static __always_inline u64 task_requeue_lag(struct task_struct *p,
-					    struct task_ctx *tctx,
-					    u64 clock_lag)
+static __always_inline u64 task_requeue_lag(u64 share, u64 clock_lag)
 {
-	u64 share = task_share_cached(p, tctx);
-
 	if (share <= 100ULL << WEIGHT_SHIFT)
 		return clock_lag;
 	return REQUEUE_LAG_SLICES * slice_ns * (100ULL << WEIGHT_SHIFT) / share;
@@ -285,23 +281,21 @@ static __always_inline u64 task_requeue_lag(struct task_struct *p,
 /*
  * The floor of a woken task queued on @dsq (0: none) at @clock: the clock,
  * or, if the clock was forced past that queue's head (clock_rate_update()),
- * the head's vtime plus what @p's last run cost it. Behind the clock, it
- * queues after the head, but not after every task the forced clock passed:
- * those are late, and a task of large share (a root-cgroup task beside
+ * the head's vtime plus @charge, what the task's last run cost it. Behind the
+ * clock, it queues after the head, but not after every task the forced clock
+ * passed: those are late, and a task of large share (a root-cgroup task beside
  * hundreds of busy cgroups) waited for all of them, 0.6 s a wakeup at 200
  * cgroups. Each queued task still becomes the head and then goes before
  * every later waker, and a waker's own vtime still grows by what it runs.
  */
-static __always_inline u64 woken_floor(struct task_struct *p,
-				       struct task_ctx *tctx, u64 dsq,
-				       u64 clock)
+static __always_inline u64 woken_floor(u64 dsq, u64 clock, u64 charge)
 {
 	struct task_struct *head;
 	u64 at;
 
 	if (!dsq || !(head = __COMPAT_scx_bpf_dsq_peek(dsq)))
 		return clock;
-	at = head->scx.dsq_vtime + (tctx ? tctx->last_charge : slice_ns);
+	at = head->scx.dsq_vtime + charge;
 	return time_before(at, clock) ? at : clock;
 }
 
@@ -318,39 +312,48 @@ static __always_inline void clock_note_grant(struct vclock *c, u64 vtime)
 }
 
 /*
- * Vtime at which @p is queued on @dsq (0: not a queue the LLC's clock
- * orders) in the LLC of @cpu (on @cpu's own queue if it is in a pinned
- * crowd, see queue_clock()): its own, rebased to @cpu's clock (clock_id()),
- * and not behind the clock if it wakes up (woken_floor()), at most
- * REQUEUE_LAG_SLICES if it was runnable all along (it earned that lag by
- * running less than its share);
- * ahead of it by at most a slice plus what its last run cost it, and at most
- * clock_max_lead().
+ * What task_queue_vtime() bounds of a task it queues: scalars only, so that
+ * queue_vtime_bound() is a function the verifier checks once.
  */
-static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
-					    u64 enq_flags, u64 dsq)
+struct queue_vtime_in {
+	u64 vtime; /* the task's own, rebased to clock @id */
+	u64 dsq;   /* the queue it joins (0: none the clock orders) */
+	u64 enq_flags;
+	u64 share;	/* its last share (task_share_cached()) */
+	u64 charge;	/* what its last run cost it (slice_ns if unknown) */
+	u64 max_lead;	/* the most it may be queued ahead of the clock */
+	u32 id;		/* its clock */
+	s32 pinned_cpu; /* the CPU whose pinned crowd it joins (-1: none) */
+	bool keeps_lag; /* queue_keeps_lag() */
+};
+
+/*
+ * The vtime a task is queued with (@in): its own, not behind the clock if it
+ * wakes up (woken_floor()), at most REQUEUE_LAG_SLICES behind if it was
+ * runnable all along (it earned that lag by running less than its share);
+ * ahead of it by at most @in->max_lead and clock_max_lead(). The clock is the
+ * LLC's, or a pinned crowd's own (queue_clock()). A task queued on one of the
+ * clock's queues is a grant the epoch keeps (clock_note_grant()).
+ */
+__verified_once u64 queue_vtime_bound(struct queue_vtime_in *in)
 {
-	struct task_ctx *tctx = task_ctx_of(p);
-	u32 id = clock_id(cpu);
 	u64 clock, floor, lead, vtime, max_lag;
 
-	max_lag = clock_requeue_lag(id);
-	vtime_rebase(p, tctx, id);
-	clock = queue_clock(id, task_in_pinned_crowd(p) ? cpu : -1, max_lag);
+	if (!in)
+		return 0;
+	max_lag = clock_requeue_lag(in->id);
+	clock = queue_clock(in->id, in->pinned_cpu, max_lag);
 	/* never more than the (task's) lag behind the clock itself */
-	floor = queue_keeps_lag(p, enq_flags)
-			? *clock_vtime(id) - task_requeue_lag(p, tctx, max_lag)
-			: woken_floor(p, tctx, dsq, clock);
-	lead = clock_max_lead(id);
-	if (tctx) {
-		if (tctx->last_charge + slice_ns < lead)
-			lead = tctx->last_charge + slice_ns;
-		tctx->vtime_queued = true;
-	}
-	vtime = p->scx.dsq_vtime;
+	floor = in->keeps_lag ? *clock_vtime(in->id) -
+					task_requeue_lag(in->share, max_lag)
+			      : woken_floor(in->dsq, clock, in->charge);
+	lead = clock_max_lead(in->id);
+	if (in->max_lead < lead)
+		lead = in->max_lead;
+	vtime = in->vtime;
 	if (time_before(vtime, floor)) {
 		/* a woken kthread's cut is its sleep, not a lost share */
-		if (!(enq_flags & SCX_ENQ_WAKEUP)) {
+		if (!(in->enq_flags & SCX_ENQ_WAKEUP)) {
 			stat_inc(STAT_LAG_CUTS);
 			stat_add(STAT_LAG_CUT_NS, floor - vtime);
 		}
@@ -360,10 +363,40 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 		stat_add(STAT_LEAD_CUT_NS, vtime - clock - lead);
 		vtime = clock + lead;
 	}
-	p->scx.dsq_vtime = vtime;
-	if (dsq)
-		clock_note_grant(clock_of(id), vtime);
+	if (in->dsq)
+		clock_note_grant(clock_of(in->id), vtime);
 	return vtime;
+}
+
+/*
+ * Vtime at which @p is queued on @dsq (0: not a queue the LLC's clock
+ * orders) in the LLC of @cpu (on @cpu's own queue if it is in a pinned
+ * crowd, see queue_clock()): its own, rebased to @cpu's clock (clock_id()),
+ * within the bounds of queue_vtime_bound(); the lead it may take is a slice
+ * plus what its last run cost it.
+ */
+static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
+					    u64 enq_flags, u64 dsq)
+{
+	struct task_ctx *tctx = task_ctx_of(p);
+	struct queue_vtime_in in;
+
+	/* all of it written: the verifier reads it whole, padding included */
+	__builtin_memset(&in, 0, sizeof(in));
+	in.dsq = dsq;
+	in.enq_flags = enq_flags;
+	in.share = task_share_cached(p, tctx);
+	in.charge = tctx ? tctx->last_charge : slice_ns;
+	in.max_lead = tctx ? tctx->last_charge + slice_ns : ~0ULL;
+	in.id = clock_id(cpu);
+	in.pinned_cpu = task_in_pinned_crowd(p) ? cpu : -1;
+	in.keeps_lag = queue_keeps_lag(p, enq_flags);
+	vtime_rebase(p, tctx, in.id);
+	if (tctx)
+		tctx->vtime_queued = true;
+	in.vtime = p->scx.dsq_vtime;
+	p->scx.dsq_vtime = queue_vtime_bound(&in);
+	return p->scx.dsq_vtime;
 }
 
 /*
