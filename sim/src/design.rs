@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::stats::{self, Spread};
+use crate::stats::{self, Side, Spread};
 
 /// Machines of the comparison: the VM presets the bench runs, the seed's
 /// three, and the large ones.
@@ -47,24 +47,6 @@ pub struct Cell {
     pub llc_cpus: usize,
     pub seed: Spread,
     pub shard: Spread,
-}
-
-/// Where a change's interval lies.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Side {
-    Faster,
-    Slower,
-    Tie,
-}
-
-/// Where @s's interval lies against the band around zero, as the seed rows'
-/// verdicts count it (stats::side).
-pub fn side_of(s: &Spread) -> Side {
-    match stats::side(s) {
-        stats::Side::Above => Side::Faster,
-        stats::Side::Below => Side::Slower,
-        stats::Side::Within => Side::Tie,
-    }
 }
 
 /// The metric of @workload's runs, larger-is-better made into a change.
@@ -224,8 +206,13 @@ fn cell_text(s: &Spread) -> String {
 
 /// Counts of (faster, tie, slower) cells of one design.
 pub fn tally(cells: &[Cell], pick: fn(&Cell) -> &Spread) -> (usize, usize, usize) {
-    let n = |want: Side| cells.iter().filter(|c| side_of(pick(c)) == want).count();
-    (n(Side::Faster), n(Side::Tie), n(Side::Slower))
+    let n = |want: Side| {
+        cells
+            .iter()
+            .filter(|c| stats::side(pick(c)) == want)
+            .count()
+    };
+    (n(Side::Above), n(Side::Within), n(Side::Below))
 }
 
 /// The section of the report.
@@ -258,7 +245,7 @@ pub fn section(md: &mut String, cells: &[Cell], costs: &Costs) -> Result<()> {
     let (hf, ht, hs) = tally(cells, |c| &c.shard);
     let wins: Vec<String> = cells
         .iter()
-        .filter(|c| side_of(&c.shard) == Side::Faster)
+        .filter(|c| stats::side(&c.shard) == Side::Above)
         .map(|c| {
             format!(
                 "`{}` {}",
