@@ -378,9 +378,9 @@ struct cpumask;
  * A function the verifier checks once, on its own, as a global function (its
  * arguments any value of their types), instead of once for each path it
  * follows into each call: for work inlined into a loop whose states the
- * verifier of older kernels does not merge. The bound of task_queue_vtime(),
- * inlined into cpu.max's unpark loop, took 478k of the 532k instructions the
- * 6.19 verifier walked for mosaic_dispatch (26 s, TCG); 7.3's walked 39k.
+ * verifier of older kernels does not merge (inlined into cpu.max's unpark
+ * loop, task_queue_vtime()'s bound took most of the 6.19 verifier's budget
+ * for mosaic_dispatch; docs/design.md).
  */
 #define __verified_once __noinline
 

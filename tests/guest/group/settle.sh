@@ -41,8 +41,8 @@ for mode in on off; do
     for i in 1 2 3 4 5; do rmdir $CG/gb/churn$i; sleep 0.2; done
     wait $pids
     # the balancer drops a removed cgroup at its next period (a period stretches to 1-3 s
-    # under TCG with 8 busy CPUs): wait for its stats to, up to 10 s, so that stopping it
-    # a moment after the last rmdir does not catch the cgroup still listed
+    # under TCG with 8 busy CPUs): wait up to 10 s for its stats to stop naming them, so
+    # that stopping it a moment after the last rmdir does not catch one still listed
     n=0
     while grep -q churn /tmp/$mode.json 2>/dev/null && [ $n -lt 20 ]; do
         n=$((n + 1))
