@@ -1,6 +1,6 @@
 """VM test of cgroup cpu.weight (weight.bpf.c) on `1llc` (4 CPUs, one LLC): busy cgroups
-get CPU time in proportion to their cpu.weight, whatever the number of tasks in each, and
-through the hierarchy. CPU time is the kernel's own per-cgroup account (cpu.stat
+get CPU time in proportion to their cpu.weight, whatever the number of tasks in each,
+through the hierarchy, and with every task pinned to one CPU. CPU time is the kernel's own per-cgroup account (cpu.stat
 usage_usec) over an 8 s window after a 3 s warm-up. Guest script: tests/guest/weight.sh."""
 
 import pytest
@@ -23,7 +23,7 @@ def test_cpu_weight_splits_cpu_time_through_the_hierarchy():
     assert s["cgroup_load_folds"] <= s["cgroup_load_notes"], s
     flat = ratio(g, "mosaic_flat", "wa", "wb")
     # the machine was saturated: CPUs idled < 5 % of the window (USER_HZ ticks)
-    for window in ("flat", "nested"):
+    for window in ("flat", "nested", "pinned"):
         assert int(g[f"mosaic_{window}_idle_ticks"]) <= 0.05 * 4 * 8 * 100, g.out
     # 1:3 within 10 %, although wa runs twice as many tasks as wb
     assert 2.7 <= flat <= 3.3, g.out
@@ -31,9 +31,14 @@ def test_cpu_weight_splits_cpu_time_through_the_hierarchy():
     n = int(g["mosaic_nested_wn_x"]) + int(g["mosaic_nested_wn_y"])
     assert 0.9 <= n / max(1, int(g["mosaic_nested_wm"])) <= 1.1, g.out
     assert 2.7 <= ratio(g, "mosaic_nested", "wn_x", "wn_y") <= 3.3, g.out
+    # pinned one per CPU (taskset): each CPU's pinned crowd keeps the weights in its own
+    # queue's order (1:1.1 when that order was held to the LLC's clock)
+    pinned = ratio(g, "mosaic_pinned", "wa", "wb")
+    assert 2.55 <= pinned <= 3.3, g.out
     # with --no-cgroup-weights every task is equal: 8 tasks get twice what 4 get
     assert ratio(g, "noweights_flat", "wa", "wb") < 0.7, g.out
     print(f"cpu.weight 100:300 -> CPU time 1:{flat:.2f} under mosaic, "
           f"1:{ratio(g, 'noweights_flat', 'wa', 'wb'):.2f} with --no-cgroup-weights, "
           f"1:{ratio(g, 'eevdf_flat', 'wa', 'wb'):.2f} under EEVDF; nested x:y 1:"
-          f"{ratio(g, 'mosaic_nested', 'wn_x', 'wn_y'):.2f} (TCG, 4 vCPUs)")
+          f"{ratio(g, 'mosaic_nested', 'wn_x', 'wn_y'):.2f}; pinned one per CPU 1:{pinned:.2f} "
+          f"under mosaic, 1:{ratio(g, 'eevdf_pinned', 'wa', 'wb'):.2f} under EEVDF (TCG, 4 vCPUs)")

@@ -125,6 +125,16 @@ cg_hogs() {
     done
 }
 
+# As cg_hogs, but hog i pinned to CPU i mod $3 (taskset -c).
+cg_pinned_hogs() {
+    local i=0
+    while [ $i -lt $2 ]; do
+        taskset -c $((i % $3)) sh -c "echo \$\$ >/sys/fs/cgroup/$1/cgroup.procs; while :; do :; done" &
+        HOGS="$HOGS $!"
+        i=$((i + 1))
+    done
+}
+
 # Start `sysbench cpu` with $2 threads for $3 s in cgroup $1 (a path under /sys/fs/cgroup);
 # its output goes to /tmp/sb.<last path component>, its pid is appended to $SB_PIDS.
 sysbench_in_cgroup() {

@@ -39,6 +39,9 @@ for sched in mosaic noweights eevdf; do
         # nested: wn (x:100 + y:300 inside) against wm, both 100
         cg_hogs wn/x 4; cg_hogs wn/y 4; cg_hogs wm 4
         measure ${sched}_nested wn/x wn/y wm
+        # pinned: the flat hogs pinned, two of wa and one of wb per CPU
+        cg_pinned_hogs wa 8 4; cg_pinned_hogs wb 4 4
+        measure ${sched}_pinned wa wb
     fi
     if [ $sched != eevdf ]; then stop_mosaic; fi
     if [ $sched = mosaic ]; then report_json stats /tmp/s.json; fi

@@ -487,8 +487,13 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 					       struct task_ctx *tctx, s32 cpu,
 					       u64 enq_flags);
 /* the periodic scan's weighing of clock @id (an LLC, or with per-CPU queues a
- * CPU) sets how fast it should move */
+ * CPU, or a CPU's pinned crowd) sets how fast it should move */
 static __always_inline void vtime_note_load(u32 id, u64 load, u32 nr_cpus);
+/* the clock of the tasks pinned to @cpu, in the shard design */
+static __always_inline u32 pinned_clock_id(s32 cpu);
+/* @vtime of @p on @cpu as the LLC's clock orders it (a pinned crowd's own) */
+static __always_inline u64 llc_frame_vtime(const struct task_struct *p, s32 cpu,
+					   u64 vtime);
 
 /* capacity.bpf.c: utilisation and capacity (seed 002) */
 /* How pick_idle_by_capacity() chooses. */
@@ -527,18 +532,17 @@ extern u32 steal_hint[MAX_CPUS];
 static s32 shard_init(void);
 /*
  * Per CPU, the state of its own queue (the tasks pinned to it), written only
- * by the CPU itself: the largest vtime of a pinned task that started from
- * the queue (0: the queue was empty at the CPU's last dispatch; vtime.bpf.c
- * moves and reads it), and the slice of the tasks the CPU starts (0:
- * slice_ns).
+ * by the CPU itself: the slice of the tasks the CPU starts (0: slice_ns), and
+ * how far the LLC's clock was past the queue's pinned clock when that last
+ * moved (vtime.bpf.c: pinned_clock_id(), llc_frame_vtime()).
  */
 struct cpu_queue {
-	u64 clock;
 	u64 slice;
+	u64 frame_shift;
 } __attribute__((aligned(64)));
 /* the own-queue state of @cpu */
 static __always_inline struct cpu_queue *cpu_queue_of(s32 cpu);
-/* its dispatch saw @n tasks on @cpu's own queue: set the slice, the clock */
+/* its dispatch saw @n tasks on @cpu's own queue: set the slice */
 static __always_inline void cpu_queue_note(s32 cpu, u32 n);
 /* @p starts on @cpu: cut its slice to the CPU's, if its queue is crowded */
 static __always_inline void cpu_queue_slice_apply(struct task_struct *p,

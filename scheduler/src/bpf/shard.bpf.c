@@ -147,9 +147,8 @@ static __always_inline struct cpu_queue *cpu_queue_of(s32 cpu)
  * @cpu's dispatch saw @n tasks waiting on its own queue: up to
  * CPU_QUEUE_FULL_SLICES take turns at full slices; more share that many
  * slices a round, at least min_slice_ns each, so that the last waits about
- * CPU_QUEUE_FULL_SLICES slices, not n. With none, the queue's clock
- * (vtime.bpf.c) starts afresh. The largest @n is STAT_CPU_QUEUE_MAX. Off
- * with --no-shared-runq, whose per-CPU queues model the kernel's runqueues
+ * CPU_QUEUE_FULL_SLICES slices, not n. The largest @n is STAT_CPU_QUEUE_MAX.
+ * Off with --no-shared-runq, whose per-CPU queues model the kernel's runqueues
  * (seed 000's baseline). A shard's crowd does not shorten slices: counted per
  * CPU of the LLC, it doubled the scheduling events of hackbench -g 4 and
  * slowed it by 14 % (1llc, TCG), where wakeup preemption
@@ -172,8 +171,6 @@ static __always_inline void cpu_queue_note(s32 cpu, u32 n)
 	}
 	if (q->slice != slice)
 		q->slice = slice;
-	if (!n && q->clock)
-		q->clock = 0;
 }
 
 /* @p starts on @cpu: cut its slice to the CPU's, if its queue is crowded. */
@@ -332,12 +329,14 @@ static __always_inline bool head_suits(s32 cpu, u64 dsq,
 
 /*
  * Whether @head, a queued task, should run before the runnable @prev on @cpu:
- * its vtime is more than a slice before @prev's, or it has waited its turn
- * already (real time; a heavy-weight prev, whose vtime crawls, cannot hold
- * the CPU for long): a slice; with per-CPU queues, when @prev or the CPU's
- * whole load (cpu_load_avg[], running and waiting) is heavier than @head, a
- * slice for each time the heavier of the two is, but never more than half
- * the wait target. There a CPU's queue is all its tasks have: with a turn of
+ * its vtime is more than a slice before @prev's (as the LLC's clock orders
+ * them, llc_frame_vtime()), or it has waited its turn already (real time; a
+ * heavy-weight prev, whose vtime crawls, cannot hold the CPU for long): a
+ * slice; for a head on a CPU's own queue (per-CPU queues, a pinned crowd),
+ * when @prev or the CPU's whole load (cpu_load_avg[], running and waiting)
+ * is heavier than @head, a slice for each time the heavier of the two is,
+ * but never more than half the wait target. There a CPU's queue is all its
+ * tasks have: with a turn of
  * one slice, one heavy task and two light ones ran in turn (cpu.weight
  * 100:300 on 12 hogs, each CPU one task of 300 and two of 100: 1:1,
  * mosaic-sim 1llc; 1:3 with prev's share). A light task waits for every
@@ -356,13 +355,15 @@ static __always_inline bool head_due_before(struct task_struct *head,
 	u64 turn = slice_ns, head_share, heavier;
 	struct task_ctx *tctx;
 
-	if (time_before(head->scx.dsq_vtime, prev->scx.dsq_vtime - slice_ns))
+	if (time_before(llc_frame_vtime(head, cpu, head->scx.dsq_vtime),
+			llc_frame_vtime(prev, cpu, prev->scx.dsq_vtime) -
+				slice_ns))
 		return true;
 	tctx = task_ctx_of(head);
 	if (!tctx || !tctx->runnable_at ||
 	    !time_before(tctx->runnable_at + slice_ns, now))
 		return false;
-	if (!cpu_queues_only())
+	if (!task_queues_on_cpu(head))
 		return true;
 	head_share = task_share_cached(head, tctx);
 	heavier = task_share_cached(prev, task_ctx_of(prev));
@@ -514,9 +515,9 @@ static __always_inline bool pull_own_shard(s32 cpu, u64 shard,
 
 /*
  * Take work from @cpu's own queue or its own shard, whichever holds the
- * older (smaller vtime) head by @scan, falling back to the other. True if a
- * task was moved to @cpu's local DSQ. The own queue is usually empty (it
- * holds only pinned tasks).
+ * older (smaller vtime, llc_frame_vtime()) head by @scan, falling back to the
+ * other. True if a task was moved to @cpu's local DSQ. The own queue is
+ * usually empty (it holds only pinned tasks).
  */
 static __always_inline bool pull_own_queues(s32 cpu,
 					    const struct llc_scan *scan)
@@ -533,7 +534,9 @@ static __always_inline bool pull_own_queues(s32 cpu,
 	if (!scan->cpu_head)
 		return head && pull_own_shard(cpu, shard, head);
 	if (!head ||
-	    !time_before(head->scx.dsq_vtime, scan->cpu_head->scx.dsq_vtime))
+	    !time_before(head->scx.dsq_vtime,
+			 llc_frame_vtime(scan->cpu_head, cpu,
+					 scan->cpu_head->scx.dsq_vtime)))
 		return pull_from(own, STAT_CPU_PULLS) ||
 		       (head && pull_own_shard(cpu, shard, head));
 	return pull_own_shard(cpu, shard, head) ||

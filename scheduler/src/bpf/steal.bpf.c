@@ -216,8 +216,9 @@ __noinline u64 dsq_queued_load(u64 dsq, u64 *min)
 }
 
 /*
- * Per CPU with per-CPU queues, its load (the share of the task it runs and of
- * its waiters) averaged over the periodic scans, each weighing 1/8 (half-life
+ * Per CPU, its load (the share of the task it runs and of the waiters on its
+ * own queue: all of them with per-CPU queues, its pinned crowd in the shard
+ * design) averaged over the periodic scans, each weighing 1/8 (half-life
  * about 5 scans, 50 ms at the default 10 ms): the periodic balance compares
  * these, as the kernel compares decayed load averages (PELT), so that a task
  * waking for a moment does not move a busy loop. Written by the scan, and by
@@ -232,6 +233,27 @@ static __always_inline void cpu_load_note(u32 cpu, u64 load)
 	u64 *avg = &cpu_load_avg[cpu & (MAX_CPUS - 1)];
 
 	*avg = *avg - *avg / 8 + load / 8;
+}
+
+/*
+ * In the shard design, weigh each CPU's pinned crowd, its running task and
+ * the tasks waiting on its own queue, for that crowd's clock and turns
+ * (pinned_clock_id(), head_due_before()). O(#CPUs) once per periodic scan,
+ * as the per-CPU designs' own weighing; a CPU with no pinned waiter costs a
+ * queue-length read and two writes to lines of its own.
+ */
+static __always_inline void pinned_load_sample(void)
+{
+	u64 min = 0;
+	u32 i;
+
+	bpf_for (i, 0, nr_cpu_ids) {
+		if (i >= MAX_CPUS)
+			break;
+		cpu_load_note(i, cpu_running_share[i].share +
+					 dsq_queued_load(cpu_dsq_id(i), &min));
+		vtime_note_load(pinned_clock_id(i), cpu_load_avg[i], 1);
+	}
 }
 
 /* Add up each LLC's load: its CPUs' slots and its queues' waiters. */
@@ -288,6 +310,8 @@ static __always_inline void llc_balance_sample(void)
 		if (!cpu_queues_only())
 			vtime_note_load(l, llc_load[l], llc_nr_cpus[l]);
 	}
+	if (!cpu_queues_only())
+		pinned_load_sample();
 }
 
 /*

@@ -42,13 +42,13 @@
  *   queued at by the epoch before (clock_epoch_update()), so a task queued
  *   ahead waits about two epochs at most.
  * Tasks pinned to one CPU wait on its own queue and take turns only with
- * each other there: while some do, the CPU's queue clock (the largest vtime
- * started from that queue) stands in for the LLC's clock when one of them is
- * queued, if it is behind (by at most the requeue lag). Their vtimes climb
- * at their share of one CPU, while the LLC's clock moves with the whole
- * LLC, or crawls when none of its queued starts is ahead of it: against the
- * LLC's clock a woken pinned task would queue behind every pinned task that
- * kept its lag, for seconds, until they had climbed it.
+ * each other there, so that queue keeps a clock of its own (pinned_clock_id()),
+ * whose rate is its CPU's: their vtimes climb at their share of one CPU, while
+ * the LLC's clock moves with the whole LLC, and held within the lag of the
+ * LLC's clock a pinned crowd lost its weights (below). Where a pinned head
+ * meets the LLC's tasks (the CPU's dispatch, a wakeup's preemption), its vtime
+ * counts from where the LLC's clock stood when the CPU's own clock last moved
+ * (llc_frame_vtime()): a pinned head that waits ages against the LLC.
  * A task that crosses LLCs (stolen, or woken elsewhere) keeps its distance
  * to its old LLC's clock. sched_yield() charges the yielder a slice, so the
  * tasks within a slice of it run first. Runtime is measured from
@@ -70,7 +70,8 @@
 
 /*
  * A virtual clock and how fast it moves, one cache line each: one per LLC
- * (shared by its shards), or with per-CPU queues one per CPU (clock_of()).
+ * (shared by its shards), or with per-CPU queues one per CPU (clock_id()),
+ * and one per CPU for the tasks pinned there (pinned_clock_id()).
  */
 struct vclock {
 	u64 vtime;	  /* the clock */
@@ -85,13 +86,15 @@ struct vclock {
 	u64 epoch_at;	  /* real time the current epoch started */
 } __attribute__((aligned(64)));
 
-struct vclock vclocks[MAX_CPUS];
+/* ids below MAX_CPUS: clock_id(); from PINNED_CLOCK_BASE: pinned_clock_id() */
+#define PINNED_CLOCK_BASE MAX_CPUS
+struct vclock vclocks[2 * MAX_CPUS];
 
 /*
- * Per CPU, its running task's vtime when its current stretch began, when
- * that was, and the share that charges it (0: none running); written by the
- * CPU itself at each start and tick, read by wakeups that find no idle CPU
- * (vtime_wake_preempt()).
+ * Per CPU, its running task's vtime (llc_frame_vtime()) when its current
+ * stretch began, when that was, and the share that charges it (0: none
+ * running); written by the CPU itself at each start and tick, read by wakeups
+ * that find no idle CPU (vtime_wake_preempt()).
  */
 struct cpu_running {
 	u64 vtime;
@@ -118,10 +121,42 @@ static __always_inline u32 clock_id(s32 cpu)
 	return cpu_queues_only() ? (u32)cpu_idx(cpu) : llc_of(cpu);
 }
 
-/* The clock @id (clock_id()). */
+/*
+ * The clock of the tasks pinned to @cpu in the shard design, for the same
+ * reason: against the LLC's clock, the same 8:4 hogs pinned under the
+ * default design split 1:1.14-1.18, lag_cuts taking 60-64 s of vtime in 14 s
+ * (1llc, TCG); mosaic-sim 1:1.0 (0.33 of the weights, 766 cuts).
+ */
+static __always_inline u32 pinned_clock_id(s32 cpu)
+{
+	return PINNED_CLOCK_BASE + (u32)cpu_idx(cpu);
+}
+
+/* The clock @p, queued or running on @cpu, is ordered against. */
+static __always_inline u32 task_clock_id(const struct task_struct *p, s32 cpu)
+{
+	return task_in_pinned_crowd(p) ? pinned_clock_id(cpu) : clock_id(cpu);
+}
+
+/* The clock @id (clock_id(), pinned_clock_id()). */
 static __always_inline struct vclock *clock_of(u32 id)
 {
-	return &vclocks[id & (MAX_CPUS - 1)];
+	return &vclocks[id & (2 * MAX_CPUS - 1)];
+}
+
+/*
+ * @vtime of @p, on @cpu, as its LLC's clock orders it: a pinned crowd's
+ * counts from where the LLC's clock stood when the CPU's pinned clock last
+ * moved (the shift kept then), so that a pinned head that waits grows older
+ * against the LLC's tasks, and one queued a slice past its clock is a slice
+ * past the LLC's present of then.
+ */
+static __always_inline u64 llc_frame_vtime(const struct task_struct *p, s32 cpu,
+					   u64 vtime)
+{
+	if (!task_in_pinned_crowd(p))
+		return vtime;
+	return vtime + cpu_queue_of(cpu)->frame_shift;
 }
 
 /* The virtual time of clock @id. */
@@ -135,7 +170,7 @@ static void vtime_init(void)
 {
 	u32 i;
 
-	bpf_for (i, 0, MAX_CPUS)
+	bpf_for (i, 0, 2 * MAX_CPUS)
 		vclocks[i].rate = 1 << RATE_SHIFT;
 }
 
@@ -225,30 +260,6 @@ static __always_inline bool queue_keeps_lag(struct task_struct *p,
 	return !(enq_flags & SCX_ENQ_WAKEUP) || (p->flags & PF_KTHREAD);
 }
 
-/* A task pinned to @cpu started from its queue at @vtime: move its clock. */
-static __always_inline void cpu_queue_started(s32 cpu, u64 vtime)
-{
-	struct cpu_queue *q = cpu_queue_of(cpu);
-
-	if (!q->clock || time_before(q->clock, vtime))
-		q->clock = vtime;
-}
-
-/*
- * The clock a task queued in @id is placed against: the LLC's, or, for one
- * pinned to @pinned_cpu (-1: none) while tasks pinned there take turns, that
- * CPU's queue clock if it is behind, but at most @max_lag behind.
- */
-static __always_inline u64 queue_clock(u32 id, s32 pinned_cpu, u64 max_lag)
-{
-	u64 clock = *clock_vtime(id), own;
-
-	if (pinned_cpu < 0 || !(own = cpu_queue_of(pinned_cpu)->clock) ||
-	    !time_before(own, clock))
-		return clock;
-	return time_before(own, clock - max_lag) ? clock - max_lag : own;
-}
-
 /*
  * The most vtime a task may keep behind @id's clock when queued again:
  * REQUEUE_LAG_SLICES of real time, in vtime at the rate the LLC's load gives
@@ -323,7 +334,6 @@ struct queue_vtime_in {
 	u64 charge;	/* what its last run cost it (slice_ns if unknown) */
 	u64 max_lead;	/* the most it may be queued ahead of the clock */
 	u32 id;		/* its clock */
-	s32 pinned_cpu; /* the CPU whose pinned crowd it joins (-1: none) */
 	bool keeps_lag; /* queue_keeps_lag() */
 };
 
@@ -332,8 +342,8 @@ struct queue_vtime_in {
  * wakes up (woken_floor()), at most REQUEUE_LAG_SLICES behind if it was
  * runnable all along (it earned that lag by running less than its share);
  * ahead of it by at most @in->max_lead and clock_max_lead(). The clock is the
- * LLC's, or a pinned crowd's own (queue_clock()). A task queued on one of the
- * clock's queues is a grant the epoch keeps (clock_note_grant()).
+ * LLC's, or a pinned crowd's own (task_clock_id()). A task queued on one of
+ * the clock's queues is a grant the epoch keeps (clock_note_grant()).
  */
 __verified_once u64 queue_vtime_bound(struct queue_vtime_in *in)
 {
@@ -342,10 +352,8 @@ __verified_once u64 queue_vtime_bound(struct queue_vtime_in *in)
 	if (!in)
 		return 0;
 	max_lag = clock_requeue_lag(in->id);
-	clock = queue_clock(in->id, in->pinned_cpu, max_lag);
-	/* never more than the (task's) lag behind the clock itself */
-	floor = in->keeps_lag ? *clock_vtime(in->id) -
-					task_requeue_lag(in->share, max_lag)
+	clock = *clock_vtime(in->id);
+	floor = in->keeps_lag ? clock - task_requeue_lag(in->share, max_lag)
 			      : woken_floor(in->dsq, clock, in->charge);
 	lead = clock_max_lead(in->id);
 	if (in->max_lead < lead)
@@ -370,10 +378,10 @@ __verified_once u64 queue_vtime_bound(struct queue_vtime_in *in)
 
 /*
  * Vtime at which @p is queued on @dsq (0: not a queue the LLC's clock
- * orders) in the LLC of @cpu (on @cpu's own queue if it is in a pinned
- * crowd, see queue_clock()): its own, rebased to @cpu's clock (clock_id()),
- * within the bounds of queue_vtime_bound(); the lead it may take is a slice
- * plus what its last run cost it.
+ * orders) in the LLC of @cpu (on @cpu's own queue against its pinned clock
+ * if it is in a pinned crowd): its own, rebased to that clock
+ * (task_clock_id()), within the bounds of queue_vtime_bound(); the lead it may
+ * take is a slice plus what its last run cost it.
  */
 static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 					    u64 enq_flags, u64 dsq)
@@ -388,8 +396,7 @@ static __always_inline u64 task_queue_vtime(struct task_struct *p, s32 cpu,
 	in.share = task_share_cached(p, tctx);
 	in.charge = tctx ? tctx->last_charge : slice_ns;
 	in.max_lead = tctx ? tctx->last_charge + slice_ns : ~0ULL;
-	in.id = clock_id(cpu);
-	in.pinned_cpu = task_in_pinned_crowd(p) ? cpu : -1;
+	in.id = task_clock_id(p, cpu);
 	in.keeps_lag = queue_keeps_lag(p, enq_flags);
 	vtime_rebase(p, tctx, in.id);
 	if (tctx)
@@ -473,18 +480,18 @@ static __always_inline void clock_rate_update(struct vclock *c, u64 now)
 }
 
 /*
- * @p starts running on @cpu at @now: rebase its vtime to @cpu's clock
- * (clock_id()); if it comes from one of the queues that clock orders (so its
- * vtime is within the bounds of task_queue_vtime()), move the clock up to it
- * (one compare-and-swap; if another CPU moved the clock meanwhile, its move
- * stands), and for a task pinned to @cpu, the CPU's queue clock. A task put
- * straight on an idle CPU's local queue was ordered against nothing, and leaves
- * the clocks alone.
+ * @p starts running on @cpu at @now: rebase its vtime to its clock there
+ * (task_clock_id()); if it comes from one of the queues that clock orders
+ * (so its vtime is within the bounds of task_queue_vtime()), move the clock
+ * up to it (one compare-and-swap; if another CPU moved the clock meanwhile,
+ * its move stands), and for a pinned crowd's clock note the LLC's clock
+ * against it (llc_frame_vtime()). A task put straight on an idle CPU's local
+ * queue was ordered against nothing, and leaves the clocks alone.
  */
 static __always_inline void
 vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 {
-	u32 id = clock_id(cpu);
+	u32 id = task_clock_id(p, cpu);
 	struct vclock *c = clock_of(id);
 	u64 old = c->vtime, vtime;
 
@@ -498,8 +505,10 @@ vtime_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
 	if (time_before(old, vtime))
 		__sync_val_compare_and_swap(&c->vtime, old, vtime);
 	clock_rate_update(c, now);
-	if (task_in_pinned_crowd(p))
-		cpu_queue_started(cpu, vtime);
+	/* only @cpu starts the tasks pinned to it: a plain write */
+	if (id >= PINNED_CLOCK_BASE)
+		cpu_queue_of(cpu)->frame_shift =
+			*clock_vtime(clock_id(cpu)) - c->vtime;
 }
 
 /* How long the task of @tctx ran, stopping at @now; 0 if unknown. */
@@ -531,7 +540,7 @@ static __always_inline void vtime_note_running(struct task_struct *p,
 {
 	struct cpu_running *r = &cpu_runnings[cpu_idx(cpu)];
 
-	r->vtime = p->scx.dsq_vtime;
+	r->vtime = llc_frame_vtime(p, cpu, p->scx.dsq_vtime);
 	r->since = now;
 	r->share = task_share_cached(p, tctx);
 }
@@ -615,8 +624,9 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 	/* the vtime only once a CPU passed the checks that need none */
 	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
 	    !(blocker = preempt_blocker(p, tctx, cpu))) {
-		vtime = task_queue_vtime(p, cpu, enq_flags,
-					 queue_dsq_of(p, cpu));
+		vtime = llc_frame_vtime(p, cpu,
+					task_queue_vtime(p, cpu, enq_flags,
+							 queue_dsq_of(p, cpu)));
 		have_vtime = true;
 		if (!running_past(cpu, vtime))
 			blocker = STAT_WAKE_PREEMPT_AHEAD;
@@ -626,8 +636,10 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 		if (other != cpu && other < nr_cpu_ids &&
 		    !preempt_blocker(p, tctx, other)) {
 			if (!have_vtime)
-				vtime = task_queue_vtime(p, cpu, enq_flags,
-							 queue_dsq_of(p, cpu));
+				vtime = llc_frame_vtime(
+					p, cpu,
+					task_queue_vtime(p, cpu, enq_flags,
+							 queue_dsq_of(p, cpu)));
 			/* @p's vtime as @other's own clock has it */
 			if (cpu_queues_only())
 				vtime += *clock_vtime(clock_id(other)) -
@@ -654,11 +666,11 @@ static __always_inline bool vtime_wake_preempt(struct task_struct *p,
 	return true;
 }
 
-/* A task joins: start it at its clock's present (clock_id()). */
+/* A task joins: start it at its clock's present (task_clock_id()). */
 static __always_inline void vtime_enable(struct task_struct *p,
 					 struct task_ctx *tctx)
 {
-	u32 id = clock_id(scx_bpf_task_cpu(p));
+	u32 id = task_clock_id(p, scx_bpf_task_cpu(p));
 
 	p->scx.dsq_vtime = *clock_vtime(id);
 	if (tctx)

@@ -1,7 +1,7 @@
 # Cell "pinned": a crowd on one CPU's own queue. 12 hogs and 2 sleepers (1 ms busy, 4 ms
 # asleep: they wake there all the time) are all pinned to CPU 1 (0 on a 1-CPU machine), beside
 # the canary hogs, which may run anywhere. Every thread must move; a woken sleeper must not
-# wait behind the hogs' accumulated lag (vtime.bpf.c, the CPU's queue clock), and the crowd
+# wait behind the hogs' accumulated lag (vtime.bpf.c, the CPU's pinned clock), and the crowd
 # takes short turns (shard.bpf.c). A fixed crowd, not one per CPU: under TCG a vCPU of 16cpu
 # runs a sixteenth of the time, and 51 pinned hogs took 6.5 s to each run once. Sourced by
 # run.sh.
