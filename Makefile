@@ -101,11 +101,13 @@ sim-vm-counters: build
 
 # The benchmark suite (mosaic-bench) -> docs/benchmarks.md: the seeds' workloads, schedulers
 # interleaved in one VM boot per scenario, vs EEVDF and sched_ext peers (built once into the
-# cache). SCENARIO=name runs one scenario (merged into the report); FULL=1 runs everything.
+# cache). SCENARIO=name runs one scenario (merged into the report); FULL=1 runs the matrix
+# (7 scenarios x 4 topologies), resuming: cells this binary already measured are kept;
+# BOOTS=2 gives every cell a second boot, pooled.
 .PHONY: bench
 bench: build
 	@scripts/install-deps bench
-	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full)
+	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full) $(if $(BOOTS),--boots $(BOOTS))
 
 # Survival under a 2 s watchdog (SCX_TIMEOUT_MS=2000): hackbench -g 4 -l 200 with scx_mosaic
 # and scx_p2dq interleaved, 3 rounds on each multi-LLC preset (4-6 min under TCG); the

@@ -92,21 +92,30 @@ enum Cmd {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Scenario(s) to run (repeatable or comma-separated; default: the default suite, or all with --full)
+    /// Scenario(s) to run (repeatable or comma-separated; default: the default suite, or the
+    /// matrix's with --full)
     #[arg(long, value_delimiter = ',')]
     scenario: Vec<String>,
     /// VM topology preset(s) (default 1llc; with --full 1llc,2llc-smt,4llc,2node)
     #[arg(long, value_delimiter = ',')]
     topo: Vec<String>,
-    /// Schedulers (labels; default: the default set, or all with --full)
+    /// Schedulers (labels; default: the default set)
     #[arg(long, value_delimiter = ',')]
     sched: Vec<String>,
     /// Interleaved rounds per scenario (at least 5 for reported numbers)
     #[arg(long)]
     rounds: Option<u32>,
-    /// Every scenario, scheduler and ablation, larger sizes, four topologies
+    /// The matrix: the matrix's scenarios on four topologies (1llc, 2llc-smt, 4llc, 2node)
     #[arg(long)]
     full: bool,
+    /// Larger workload sizes (for real machines: hours under TCG)
+    #[arg(long)]
+    large: bool,
+    /// VM boots per scenario × topology, their rounds pooled in the report. With --doc, boots
+    /// of the same scx_mosaic binary and schedulers already in the report count: a run cut
+    /// short resumes where it stopped, and `--boots 2` adds a second boot to each cell.
+    #[arg(long, default_value_t = 1)]
+    boots: u32,
     /// Pipeline check: tiny sizes, 1 round, EEVDF + mosaic, one scenario (numbers meaningless)
     #[arg(long)]
     smoke: bool,
@@ -350,7 +359,7 @@ fn run(a: RunArgs) -> Result<()> {
     }
     let size = if a.smoke {
         Size::Smoke
-    } else if a.full {
+    } else if a.large {
         Size::Full
     } else {
         Size::Default
@@ -368,7 +377,10 @@ fn run(a: RunArgs) -> Result<()> {
     } else if a.smoke {
         vec![suite::scenario("hackbench").unwrap()]
     } else {
-        SCENARIOS.iter().filter(|s| a.full || s.default).collect()
+        SCENARIOS
+            .iter()
+            .filter(|s| if a.full { s.matrix } else { s.default })
+            .collect()
     };
     // Schedulers.
     let mut scheds: Vec<&Sched> = if !a.sched.is_empty() {
@@ -385,13 +397,13 @@ fn run(a: RunArgs) -> Result<()> {
             suite::sched("mosaic").unwrap(),
         ]
     } else {
-        SCHEDS.iter().filter(|s| a.full || s.default).collect()
+        SCHEDS.iter().filter(|s| s.default).collect()
     };
-    if a.sched.is_empty() && !a.full && !a.smoke {
+    if a.sched.is_empty() && !a.smoke {
         for s in SCHEDS.iter().filter(|s| !s.default) {
             skipped.push(Skipped {
                 what: s.label.into(),
-                why: "not in the default suite (time budget on 2 TCG cores); `make bench FULL=1` runs it".into(),
+                why: "an ablation, not in the default set (time budget on 2 TCG cores); `mosaic-bench run --sched` runs it".into(),
             });
         }
     }
@@ -493,31 +505,81 @@ fn run(a: RunArgs) -> Result<()> {
     for s in &suite.skipped {
         eprintln!("skipped {}: {}", s.what, s.why);
     }
-    let nominal: Vec<f64> = topos
-        .iter()
-        .flat_map(|_| &scenarios)
-        .map(|sc| runner::nominal_secs(sc, &scheds, rounds, size, a.host))
-        .collect();
-    let mut progress = progress::Progress::new(&nominal);
+    if a.boots == 0 {
+        bail!("--boots takes at least 1");
+    }
+    // With --doc, the report's merged results: rewritten after every boot, so that a run cut
+    // short keeps what it finished, and read first, so that boots already made by this
+    // scx_mosaic and these schedulers count towards --boots.
+    let doc = a.doc.as_ref().map(|d| {
+        let dir = d.parent().unwrap_or(Path::new(".")).join("bench");
+        (d.clone(), dir.join("results.json"), dir)
+    });
+    let mut merged: Suite = match &doc {
+        Some((_, path, _)) if !a.fresh => std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        _ => Suite::default(),
+    };
+    merged.merge(Suite {
+        runs: Vec::new(),
+        skipped: suite.skipped.clone(),
+    });
+    let mut plan = Vec::new();
     for topo in &topos {
         for sc in &scenarios {
-            let r = runner::run_scenario(&env, sc, topo, &scheds, rounds, size, &mut progress)?;
-            eprintln!(
-                "== {} on {}: {} in {}",
-                sc.name,
-                r.topo,
-                if r.error.is_some() { "FAILED" } else { "done" },
-                progress::duration(r.duration_s)
-            );
-            for line in report::cell_summaries(sc, &r) {
-                eprintln!("   {line}");
+            let probe = runner::new_run(&env, sc, topo, &scheds, rounds, size);
+            let have = merged.boots_of(&probe);
+            if have >= a.boots {
+                eprintln!(
+                    "== {} on {}: kept ({have} boot(s) of this scx_mosaic and these schedulers in {}; --boots {} adds, --fresh redoes)",
+                    sc.name,
+                    probe.topo,
+                    doc.as_ref().map(|d| d.1.display().to_string()).unwrap_or_default(),
+                    have + 1
+                );
             }
-            std::fs::write(
-                out.join(format!("{}-{}.json", sc.name, r.topo)),
-                serde_json::to_string_pretty(&r)?,
-            )?;
-            suite.runs.push(r);
+            plan.extend((have..a.boots).map(|boot| (topo, *sc, boot)));
         }
+    }
+    let nominal: Vec<f64> = plan
+        .iter()
+        .map(|(_, sc, _)| runner::nominal_secs(sc, &scheds, rounds, size, a.host))
+        .collect();
+    let mut progress = progress::Progress::new(&nominal);
+    let cmd = if a.full {
+        "make bench FULL=1"
+    } else {
+        "make bench"
+    };
+    for (topo, sc, boot) in plan {
+        let r = runner::run_scenario(&env, sc, topo, &scheds, rounds, size, &mut progress)?;
+        eprintln!(
+            "== {} on {} (boot {}): {} in {}",
+            sc.name,
+            r.topo,
+            boot + 1,
+            if r.error.is_some() { "FAILED" } else { "done" },
+            progress::duration(r.duration_s)
+        );
+        for line in report::cell_summaries(sc, &r) {
+            eprintln!("   {line}");
+        }
+        std::fs::write(
+            out.join(format!("{}-{}-boot{}.json", sc.name, r.topo, boot + 1)),
+            serde_json::to_string_pretty(&r)?,
+        )?;
+        if let Some((md, path, dir)) = &doc {
+            merged.merge(Suite {
+                runs: vec![r.clone()],
+                skipped: Vec::new(),
+            });
+            std::fs::create_dir_all(dir)?;
+            std::fs::write(path, serde_json::to_string_pretty(&merged)?)?;
+            report::write_report(&merged, md, dir, cmd)?;
+        }
+        suite.runs.push(r);
     }
     std::fs::write(
         out.join("suite.json"),
@@ -530,27 +592,8 @@ fn run(a: RunArgs) -> Result<()> {
         "mosaic-bench run",
     )?;
     eprintln!("results: {}", out.display());
-    if let Some(doc) = &a.doc {
-        let dir = doc.parent().unwrap_or(Path::new(".")).join("bench");
-        std::fs::create_dir_all(&dir)?;
-        let merged_path = dir.join("results.json");
-        let mut merged: Suite = if a.fresh {
-            Suite::default()
-        } else {
-            std::fs::read_to_string(&merged_path)
-                .ok()
-                .and_then(|s| serde_json::from_str(&s).ok())
-                .unwrap_or_default()
-        };
-        merged.merge(suite.clone());
-        std::fs::write(&merged_path, serde_json::to_string_pretty(&merged)?)?;
-        let cmd = if a.full {
-            "make bench FULL=1"
-        } else {
-            "make bench"
-        };
-        report::write_report(&merged, doc, &dir, cmd)?;
-        eprintln!("report: {}", doc.display());
+    if let Some((md, _, _)) = &doc {
+        eprintln!("report: {}", md.display());
     }
     // Failures, loudly, after the reports are written.
     let mut failed = Vec::new();

@@ -93,6 +93,43 @@ pub struct ScenarioRun {
     /// The whole boot failed (VM error, timeout): nothing or only part was measured.
     pub error: Option<String>,
     pub duration_s: f64,
+    /// VM boots pooled into this run (Suite::pooled()); 1 for one boot as measured.
+    #[serde(default = "one")]
+    pub boots: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl ScenarioRun {
+    /// The sha256 prefix of the measured scx_mosaic in `mosaic_build`, if recorded.
+    pub fn mosaic_sha(&self) -> Option<&str> {
+        let at = self.mosaic_build.find("sha256 ")? + "sha256 ".len();
+        self.mosaic_build.get(at..at + 12)
+    }
+
+    /// Whether `other` is another boot of the same measurement, whose rounds may be pooled
+    /// with this one's: same scenario, topology, size, kernel, accelerator, watchdog, the same
+    /// schedulers at the same versions and the same scx_mosaic binary, and neither boot failed
+    /// as a whole.
+    pub fn same_cell(&self, other: &ScenarioRun) -> bool {
+        self.kernel == other.kernel && self.same_setup(other)
+    }
+
+    /// same_cell() but for the kernel, which a run learns only from its boot.
+    pub fn same_setup(&self, other: &ScenarioRun) -> bool {
+        self.error.is_none()
+            && other.error.is_none()
+            && self.mosaic_sha().is_some()
+            && self.mosaic_sha() == other.mosaic_sha()
+            && (&self.scenario, &self.topo, &self.size, &self.accel)
+                == (&other.scenario, &other.topo, &other.size, &other.accel)
+            && self.host == other.host
+            && self.watchdog_ms == other.watchdog_ms
+            && self.scheds == other.scheds
+            && self.sched_info == other.sched_info
+    }
 }
 
 /// A scheduler that was asked for but could not run, and why.
@@ -110,16 +147,131 @@ pub struct Suite {
 }
 
 impl Suite {
-    /// Add the runs of `newer`, replacing the runs of the same scenario and topology.
+    /// Add the runs of `newer`. A run replaces the runs of the same scenario and topology,
+    /// unless they are boots of the same measurement (ScenarioRun::same_cell): those stay,
+    /// to be pooled.
     pub fn merge(&mut self, newer: Suite) {
         for r in newer.runs {
             self.runs
-                .retain(|o| !(o.scenario == r.scenario && o.topo == r.topo));
+                .retain(|o| !(o.scenario == r.scenario && o.topo == r.topo) || o.same_cell(&r));
             self.runs.push(r);
         }
         for s in newer.skipped {
             self.skipped.retain(|o| o.what != s.what);
             self.skipped.push(s);
         }
+    }
+}
+
+impl Suite {
+    /// Boots of `run`'s measurement already in this suite (`run` not yet made: any kernel).
+    pub fn boots_of(&self, run: &ScenarioRun) -> u32 {
+        self.runs.iter().filter(|o| o.same_setup(run)).count() as u32
+    }
+
+    /// The suite with each measurement's boots pooled into one run: the later boots' rounds
+    /// are renumbered after the earlier ones' (a round's runs still come from one boot, so
+    /// round-by-round ratios stay within a boot), durations add up, the first boot's date
+    /// stands for the run.
+    pub fn pooled(&self) -> Suite {
+        let mut runs: Vec<ScenarioRun> = Vec::new();
+        for r in &self.runs {
+            match runs.iter_mut().find(|p| p.same_cell(r)) {
+                Some(p) => {
+                    let offset = p.samples.iter().map(|s| s.round).max().unwrap_or(0);
+                    p.samples.extend(r.samples.iter().cloned().map(|mut s| {
+                        s.round += offset;
+                        s
+                    }));
+                    p.rounds += r.rounds;
+                    p.boots = p.boots.max(1) + r.boots.max(1);
+                    p.duration_s += r.duration_s;
+                    if r.date < p.date {
+                        p.date = r.date.clone();
+                    }
+                }
+                None => runs.push(r.clone()),
+            }
+        }
+        Suite {
+            runs,
+            skipped: self.skipped.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boot(build: &str, kernel: &str, times: &[f64]) -> ScenarioRun {
+        ScenarioRun {
+            scenario: "hackbench".into(),
+            topo: "4llc".into(),
+            kernel: kernel.into(),
+            mosaic_build: format!("scx_mosaic (sha256 {build}), git x"),
+            scheds: vec!["mosaic".into()],
+            rounds: times.len() as u32,
+            duration_s: 100.0,
+            boots: 1,
+            samples: times
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Sample {
+                    sched: "mosaic".into(),
+                    round: i as u32 + 1,
+                    wall_s: Some(*t),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn boots_of_one_binary_pool_and_another_binary_replaces_them() {
+        let mut s = Suite::default();
+        s.merge(Suite {
+            runs: vec![boot("aaaaaaaaaaaa", "7.3", &[1.0, 2.0])],
+            skipped: vec![],
+        });
+        s.merge(Suite {
+            runs: vec![boot("aaaaaaaaaaaa", "7.3", &[3.0])],
+            skipped: vec![],
+        });
+        assert_eq!(s.runs.len(), 2);
+        assert_eq!(s.boots_of(&boot("aaaaaaaaaaaa", "", &[])), 2);
+        assert_eq!(s.boots_of(&boot("bbbbbbbbbbbb", "", &[])), 0);
+        let p = s.pooled();
+        assert_eq!(p.runs.len(), 1);
+        let r = &p.runs[0];
+        assert_eq!((r.boots, r.rounds, r.duration_s), (2, 3, 200.0));
+        let rounds: Vec<(u32, f64)> = r
+            .samples
+            .iter()
+            .map(|s| (s.round, s.wall_s.unwrap()))
+            .collect();
+        assert_eq!(rounds, vec![(1, 1.0), (2, 2.0), (3, 3.0)]);
+        // Another kernel is another measurement: not pooled.
+        s.merge(Suite {
+            runs: vec![boot("aaaaaaaaaaaa", "7.4", &[4.0])],
+            skipped: vec![],
+        });
+        assert_eq!(s.runs.len(), 1);
+        // A failed boot is never pooled, and another binary replaces the cell.
+        let mut failed = boot("aaaaaaaaaaaa", "7.4", &[5.0]);
+        failed.error = Some("timeout".into());
+        s.merge(Suite {
+            runs: vec![failed],
+            skipped: vec![],
+        });
+        assert_eq!(s.runs.len(), 1);
+        assert_eq!(s.boots_of(&boot("aaaaaaaaaaaa", "", &[])), 0);
+        s.merge(Suite {
+            runs: vec![boot("bbbbbbbbbbbb", "7.4", &[6.0])],
+            skipped: vec![],
+        });
+        assert_eq!(s.runs.len(), 1);
+        assert_eq!(s.pooled().runs[0].boots, 1);
     }
 }

@@ -369,6 +369,8 @@ fn topo_desc(t: &str) -> &'static str {
 
 /// Write the Markdown report to `md` and its plots into `svg_dir` (linked relative to `md`).
 pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> Result<()> {
+    let pooled = suite.pooled();
+    let suite = &pooled;
     std::fs::create_dir_all(svg_dir)?;
     let rel = svg_dir
         .strip_prefix(md.parent().unwrap_or(Path::new("")))
@@ -633,14 +635,20 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             writeln!(o, "### {} on `{topo}`: {}\n", sc.name, sc.title)?;
             writeln!(
                 o,
-                "`{}` — {} interleaved rounds, {}, kernel {}{}, boot of {:.0} s{}.{}\n",
+                "`{}` — {} interleaved rounds{}, {}, kernel {}{}, {} of {:.0} s{}.{}\n",
                 r.command,
                 r.rounds,
+                if r.boots > 1 {
+                    format!(" in {} VM boots, pooled", r.boots)
+                } else {
+                    String::new()
+                },
                 r.date,
                 r.kernel,
                 r.watchdog_ms
                     .map(|ms| format!(", watchdog {ms} ms (SCX_TIMEOUT_MS)"))
                     .unwrap_or_default(),
+                if r.boots > 1 { "boots" } else { "boot" },
                 r.duration_s,
                 if r.mosaic_build.is_empty() {
                     String::new()
@@ -741,9 +749,14 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
          must say it was unregistered — anything else (an ejection, a watchdog stall) fails the cell \
          and is printed loudly. Raw per-run JSON and guest logs go to `target/bench/<time>/`; the \
          merged results behind this page are in [`{rel}/results.json`]({rel}/results.json). \
-         `make bench SCENARIO=name` re-runs one scenario and merges it here; `make bench FULL=1` \
-         runs every scenario, scheduler and ablation on `1llc` and `2llc-smt` at larger sizes; \
-         `mosaic-bench run --host` runs the same on a real sched_ext machine (root).\n"
+         `make bench SCENARIO=name` runs one scenario and merges it here; `make bench FULL=1` \
+         runs the matrix (the scenarios marked below on `1llc`, `2llc-smt`, `4llc` and `2node`, \
+         the default schedulers) and resumes: a scenario × topology already measured by the same \
+         scx_mosaic binary and schedulers is kept, so a run cut short goes on where it stopped. \
+         `BOOTS=2` makes it two VM boots per cell, whose rounds the tables pool (the line above \
+         each table says how many boots). The ablations (`mosaic-bench list`) run with \
+         `mosaic-bench run --sched`; `mosaic-bench run --host` runs on a real sched_ext machine \
+         (root).\n"
     )?;
     writeln!(
         o,
@@ -754,7 +767,12 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             o,
             "- `{}`{}: {} — `{}`",
             sc.name,
-            if sc.default { "" } else { " (FULL=1)" },
+            match (sc.default, sc.matrix) {
+                (true, true) => " (default, FULL=1)",
+                (false, true) => " (FULL=1)",
+                (true, false) => " (default)",
+                (false, false) => " (by name)",
+            },
             sc.title,
             sc.cmd[1]
         )?;

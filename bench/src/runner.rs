@@ -104,6 +104,41 @@ fn accel_used(recorded: &str, written: Option<&str>) -> String {
     }
 }
 
+/// The record of `sc` on topology `topo` before it runs: what is measured, how and by which
+/// builds (the samples, the kernel and the duration come from the boot).
+pub fn new_run(
+    env: &Env,
+    sc: &Scenario,
+    topo: &str,
+    scheds: &[&Sched],
+    rounds: u32,
+    size: Size,
+) -> ScenarioRun {
+    ScenarioRun {
+        scenario: sc.name.into(),
+        topo: if env.host { "host".into() } else { topo.into() },
+        size: format!("{size:?}").to_lowercase(),
+        command: sc.command(size).into(),
+        date: now_utc(),
+        host: env.host,
+        rounds,
+        mosaic_build: env.mosaic_build.clone(),
+        accel: env.accel.clone(),
+        watchdog_ms: env.watchdog_ms,
+        scheds: scheds.iter().map(|s| s.label.to_string()).collect(),
+        sched_info: scheds
+            .iter()
+            .map(|s| SchedInfo {
+                label: s.label.into(),
+                command: s.command(),
+                version: env.versions.get(s.label).cloned().unwrap_or_default(),
+            })
+            .collect(),
+        boots: 1,
+        ..Default::default()
+    }
+}
+
 /// Run `sc` on topology `topo` under `scheds`, `rounds` interleaved rounds; `progress` counts
 /// each run as it reports, and each run's line says where the whole invocation is.
 pub fn run_scenario(
@@ -127,28 +162,7 @@ pub fn run_scenario(
             .iter()
             .map(|s| format!("{}={}", s.label, s.command())),
     );
-    let mut run = ScenarioRun {
-        scenario: sc.name.into(),
-        topo: if env.host { "host".into() } else { topo.into() },
-        size: format!("{size:?}").to_lowercase(),
-        command: workload.into(),
-        date: now_utc(),
-        host: env.host,
-        rounds,
-        mosaic_build: env.mosaic_build.clone(),
-        accel: env.accel.clone(),
-        watchdog_ms: env.watchdog_ms,
-        scheds: scheds.iter().map(|s| s.label.to_string()).collect(),
-        sched_info: scheds
-            .iter()
-            .map(|s| SchedInfo {
-                label: s.label.into(),
-                command: s.command(),
-                version: env.versions.get(s.label).cloned().unwrap_or_default(),
-            })
-            .collect(),
-        ..Default::default()
-    };
+    let mut run = new_run(env, sc, topo, scheds, rounds, size);
     let per_round: f64 = scheds.iter().map(|s| run_secs(sc, s, size)).sum();
     let timeout = (60.0 + 3.0 * per_round * rounds as f64) as u64;
     let accel_path = env.log_dir.join(format!("{}-{}.accel", sc.name, run.topo));

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-/// How big a run is: `Smoke` checks the pipeline (seconds), `Default` is `make bench`
-/// (sized for 2 host cores under TCG), `Full` is `make bench FULL=1`.
+/// How big a run is: `Smoke` checks the pipeline (seconds), `Default` is `make bench` and its
+/// FULL=1 matrix (sized for 2 host cores under TCG), `Full` is `mosaic-bench run --large`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Size {
     Smoke,
@@ -17,14 +17,16 @@ pub struct Scenario {
     pub name: &'static str,
     /// What it is, in the seeds' terms (shown in the report).
     pub title: &'static str,
-    /// Workload command lines (guest shell) for Smoke, Default, Full.
+    /// Workload command lines (guest shell) for Smoke, Default, Full (--large).
     pub cmd: [&'static str; 3],
     /// Metrics it reports, the first being the headline: (name, unit, higher is better).
     pub metrics: &'static [(&'static str, &'static str, bool)],
     /// Reads the metrics from the workload's output.
     pub parse: fn(&str) -> Option<BTreeMap<String, f64>>,
-    /// In the default suite (else only with FULL=1 or when named).
+    /// In the default suite (else only in the matrix or when named).
     pub default: bool,
+    /// In the FULL=1 matrix (every topology, the default schedulers).
+    pub matrix: bool,
     /// Rough seconds per workload run at Default size (for the VM timeout).
     pub secs: f64,
 }
@@ -189,6 +191,7 @@ pub static SCENARIOS: &[Scenario] = &[
         metrics: &[("time", "s", false)],
         parse: parse_hackbench,
         default: true,
+        matrix: true,
         secs: 6.0,
     },
     Scenario {
@@ -202,6 +205,7 @@ pub static SCENARIOS: &[Scenario] = &[
         metrics: &[("time", "s", false)],
         parse: parse_hackbench,
         default: false,
+        matrix: false,
         secs: 4.0,
     },
     Scenario {
@@ -215,6 +219,7 @@ pub static SCENARIOS: &[Scenario] = &[
         metrics: &[("time", "s", false)],
         parse: parse_perf_time,
         default: true,
+        matrix: true,
         secs: 2.5,
     },
     Scenario {
@@ -228,6 +233,7 @@ pub static SCENARIOS: &[Scenario] = &[
         metrics: &[("ops", "ops/s", true), ("usecs_per_op", "µs/op", false)],
         parse: parse_perf_pipe,
         default: true,
+        matrix: true,
         secs: 1.5,
     },
     Scenario {
@@ -245,6 +251,7 @@ pub static SCENARIOS: &[Scenario] = &[
         ],
         parse: parse_rr,
         default: true,
+        matrix: true,
         secs: 3.2,
     },
     Scenario {
@@ -262,6 +269,7 @@ pub static SCENARIOS: &[Scenario] = &[
         ],
         parse: parse_rr,
         default: false,
+        matrix: false,
         secs: 3.2,
     },
     Scenario {
@@ -275,6 +283,7 @@ pub static SCENARIOS: &[Scenario] = &[
         metrics: &[("ops", "ops/s", true), ("fairness", "min/max group", true)],
         parse: parse_sysbench_cg,
         default: true,
+        matrix: true,
         secs: 3.5,
     },
     Scenario {
@@ -288,6 +297,7 @@ pub static SCENARIOS: &[Scenario] = &[
         metrics: &[("weight_fit", "of 1:3 (1 exact)", true), ("ratio", "300:100 CPU", true)],
         parse: parse_late_cgroup,
         default: false,
+        matrix: false,
         secs: 8.0,
     },
     Scenario {
@@ -306,6 +316,7 @@ pub static SCENARIOS: &[Scenario] = &[
         ],
         parse: parse_schbench,
         default: true,
+        matrix: true,
         secs: 3.5,
     },
     Scenario {
@@ -319,6 +330,7 @@ pub static SCENARIOS: &[Scenario] = &[
         metrics: &[("rps", "requests/s", true)],
         parse: parse_redis,
         default: false,
+        matrix: true,
         secs: 5.0,
     },
     Scenario {
@@ -332,6 +344,7 @@ pub static SCENARIOS: &[Scenario] = &[
         metrics: &[("ops", "bogo ops/s", true)],
         parse: parse_stress_switch,
         default: false,
+        matrix: false,
         secs: 3.5,
     },
 ];
