@@ -529,7 +529,14 @@ fn run(a: RunArgs) -> Result<()> {
     let mut plan = Vec::new();
     for topo in &topos {
         for sc in &scenarios {
-            let probe = runner::new_run(&env, sc, topo, &scheds, rounds, size);
+            let job = runner::Job {
+                sc,
+                topo,
+                scheds: &scheds,
+                rounds,
+                size,
+            };
+            let probe = runner::new_run(&env, job);
             let have = merged.boots_of(&probe);
             if have >= a.boots {
                 eprintln!(
@@ -540,12 +547,12 @@ fn run(a: RunArgs) -> Result<()> {
                     have + 1
                 );
             }
-            plan.extend((have..a.boots).map(|boot| (topo, *sc, boot)));
+            plan.extend((have..a.boots).map(|boot| (job, boot)));
         }
     }
     let nominal: Vec<f64> = plan
         .iter()
-        .map(|(_, sc, _)| runner::nominal_secs(sc, &scheds, rounds, size, a.host))
+        .map(|(job, _)| runner::nominal_secs(job.sc, &scheds, rounds, size, a.host))
         .collect();
     let mut progress = progress::Progress::new(&nominal);
     let cmd = if a.full {
@@ -553,8 +560,9 @@ fn run(a: RunArgs) -> Result<()> {
     } else {
         "make bench"
     };
-    for (topo, sc, boot) in plan {
-        let r = runner::run_scenario(&env, sc, topo, &scheds, rounds, size, &mut progress)?;
+    for (job, boot) in plan {
+        let sc = job.sc;
+        let r = runner::run_scenario(&env, job, &mut progress)?;
         eprintln!(
             "== {} on {} (boot {}): {} in {}",
             sc.name,

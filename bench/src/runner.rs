@@ -104,24 +104,32 @@ fn accel_used(recorded: &str, written: Option<&str>) -> String {
     }
 }
 
-/// The record of `sc` on topology `topo` before it runs: what is measured, how and by which
-/// builds (the samples, the kernel and the duration come from the boot).
-pub fn new_run(
-    env: &Env,
-    sc: &Scenario,
-    topo: &str,
-    scheds: &[&Sched],
-    rounds: u32,
-    size: Size,
-) -> ScenarioRun {
+/// One boot's worth of measuring: a scenario on a topology under schedulers, interleaved rounds.
+#[derive(Clone, Copy)]
+pub struct Job<'a> {
+    pub sc: &'a Scenario,
+    pub topo: &'a str,
+    pub scheds: &'a [&'a Sched],
+    pub rounds: u32,
+    pub size: Size,
+}
+
+/// The record of `job` before it runs: what is measured, how and by which builds (the
+/// samples, the kernel and the duration come from the boot).
+pub fn new_run(env: &Env, job: Job) -> ScenarioRun {
+    let Job { sc, scheds, .. } = job;
     ScenarioRun {
         scenario: sc.name.into(),
-        topo: if env.host { "host".into() } else { topo.into() },
-        size: format!("{size:?}").to_lowercase(),
-        command: sc.command(size).into(),
+        topo: if env.host {
+            "host".into()
+        } else {
+            job.topo.into()
+        },
+        size: format!("{:?}", job.size).to_lowercase(),
+        command: sc.command(job.size).into(),
         date: now_utc(),
         host: env.host,
-        rounds,
+        rounds: job.rounds,
         mosaic_build: env.mosaic_build.clone(),
         accel: env.accel.clone(),
         watchdog_ms: env.watchdog_ms,
@@ -139,17 +147,16 @@ pub fn new_run(
     }
 }
 
-/// Run `sc` on topology `topo` under `scheds`, `rounds` interleaved rounds; `progress` counts
-/// each run as it reports, and each run's line says where the whole invocation is.
-pub fn run_scenario(
-    env: &Env,
-    sc: &Scenario,
-    topo: &str,
-    scheds: &[&Sched],
-    rounds: u32,
-    size: Size,
-    progress: &mut Progress,
-) -> Result<ScenarioRun> {
+/// Run `job` (one VM boot, or one session on this host); `progress` counts each run as it
+/// reports, and each run's line says where the whole invocation is.
+pub fn run_scenario(env: &Env, job: Job, progress: &mut Progress) -> Result<ScenarioRun> {
+    let Job {
+        sc,
+        topo,
+        scheds,
+        rounds,
+        size,
+    } = job;
     let workload = sc.command(size);
     let mut args = vec![
         "sh".to_string(),
@@ -162,7 +169,7 @@ pub fn run_scenario(
             .iter()
             .map(|s| format!("{}={}", s.label, s.command())),
     );
-    let mut run = new_run(env, sc, topo, scheds, rounds, size);
+    let mut run = new_run(env, job);
     let per_round: f64 = scheds.iter().map(|s| run_secs(sc, s, size)).sum();
     let timeout = (60.0 + 3.0 * per_round * rounds as f64) as u64;
     let accel_path = env.log_dir.join(format!("{}-{}.accel", sc.name, run.topo));
