@@ -1,14 +1,16 @@
 // Builds the BPF scheduler (src/bpf/main.bpf.c, one translation unit) into a
 // skeleton, the Rust bindings of src/bpf/intf.h and its counter table
-// (build/stat_table.rs, shared with mosaic-sim); records the git commit and
-// target for --version.
+// (build/stat_table.rs, shared with mosaic-sim); records the scheduler's git
+// commit and target for --version.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The short sha of HEAD, if this is a git checkout ("" from a crate package).
+/// The short sha of the last commit that changed the scheduler (this crate or the lock file),
+/// if this is a git checkout ("" from a crate package): a commit elsewhere in the repository
+/// leaves the binary as it was, so a benchmark can go on measuring the same build.
 fn git_sha() -> String {
     Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
+        .args(["log", "-1", "--format=%h", "--abbrev=12", "--", ".", "../Cargo.lock"])
         .output()
         .ok()
         .filter(|o| o.status.success())

@@ -18,8 +18,9 @@ pub mod warn;
 
 pub use opts::Opts;
 
-/// `--version`: the crate version, the git commit it was built from (when
-/// built from a checkout) and the target, as the scx crates print theirs.
+/// `--version`: the crate version, the last git commit that changed the
+/// scheduler (when built from a checkout) and the target, as the scx crates
+/// print theirs.
 pub static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let sha = env!("MOSAIC_GIT_SHA");
     let commit = if sha.is_empty() {
