@@ -10,7 +10,15 @@ use std::process::Command;
 /// leaves the binary as it was, so a benchmark can go on measuring the same build.
 fn git_sha() -> String {
     Command::new("git")
-        .args(["log", "-1", "--format=%h", "--abbrev=12", "--", ".", "../Cargo.lock"])
+        .args([
+            "log",
+            "-1",
+            "--format=%h",
+            "--abbrev=12",
+            "--",
+            ".",
+            "../Cargo.lock",
+        ])
         .output()
         .ok()
         .filter(|o| o.status.success())

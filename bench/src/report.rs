@@ -154,6 +154,46 @@ fn bpf_line(run: &ScenarioRun, sc: &Scenario, cs: &[Cell]) -> Option<String> {
     ))
 }
 
+/// Mosaic's runnable waits (the shared measure) against the peers': its p99 beside the lowest
+/// peer p99, and its longest wait against WAIT_MAX_US, or None without a successful Mosaic
+/// cell with the shared measure.
+fn wait_line(sc: &Scenario, cs: &[Cell]) -> Option<String> {
+    let mo = cs
+        .iter()
+        .find(|c| c.sched == "mosaic" && c.fail.is_none())?;
+    let (p99, max) = (mo.shared_p99?, mo.shared_max?);
+    let best = cs
+        .iter()
+        .filter(|c| c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none())
+        .filter_map(|c| c.shared_p99.map(|v| (c, v)))
+        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap());
+    let against = match best {
+        Some((c, v)) => format!(
+            "lowest peer p99 {} {v:.0} µs → {}",
+            c.sched,
+            if p99 <= v {
+                "at most the best peer's"
+            } else {
+                "**above the best peer's**"
+            }
+        ),
+        None => "no peer with the shared measure".into(),
+    };
+    Some(format!(
+        "- {}: Mosaic p99 {p99:.0} µs, {against}; Mosaic max {:.2} s → {}",
+        sc.name,
+        max / 1e6,
+        if max < WAIT_MAX_US {
+            "under 2 s"
+        } else {
+            "**2 s or more**"
+        }
+    ))
+}
+
+/// The longest runnable wait the benchmarks accept of Mosaic in any cell, µs.
+const WAIT_MAX_US: f64 = 2e6;
+
 /// One line per cell of `run` for the terminal, as the report's table says it: the headline's
 /// median, min–max, runs, ratio to EEVDF, BPF cost and scx_mosaic's own longest wait; or why
 /// the cell failed.
@@ -615,6 +655,19 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                 "BPF cost against the cheapest peer (medians; ×: Mosaic over that peer, below 1 \
                  is cheaper; round by round: each round's ratio):\n\n{}\n",
                 bpf_lines.join("\n")
+            )?;
+        }
+        let wait_lines: Vec<String> = scs
+            .iter()
+            .filter_map(|(_, sc, cs)| wait_line(sc, cs))
+            .collect();
+        if !wait_lines.is_empty() {
+            writeln!(
+                o,
+                "Runnable waits against the peers (the shared measure; p99 as a log2 bucket's \
+                 upper bound, so two p99s in one bucket are equal; max the longest over the \
+                 rounds):\n\n{}\n",
+                wait_lines.join("\n")
             )?;
         }
         let summary = svg_dir.join(format!("summary-{topo}.svg"));
@@ -1294,6 +1347,47 @@ mod tests {
             text.find("## Schedulers"),
         );
         assert!(why.is_some() && why < scheds, "{text}");
+    }
+
+    #[test]
+    fn wait_line_compares_mosaic_p99_with_the_lowest_peer_and_its_max_with_two_seconds() {
+        let cell = |sched: &str, p99: Option<f64>, max: Option<f64>| Cell {
+            sched: sched.into(),
+            stats: BTreeMap::new(),
+            n: 5,
+            runs: 5,
+            bpf: None,
+            bpf_ms: None,
+            wait_max: None,
+            wait_p99: None,
+            shared_p50: None,
+            shared_p99: p99,
+            shared_max: max,
+            fail: None,
+        };
+        let sc = scenario("hackbench").unwrap();
+        let mut cs = vec![
+            cell("eevdf", Some(64.0), Some(9e6)),
+            cell("mosaic", Some(1024.0), Some(1.5e6)),
+            cell("mosaic-seed-srq", Some(16.0), Some(1e3)),
+            cell("p2dq", Some(2048.0), Some(1e6)),
+            cell("rusty", Some(1024.0), Some(1e6)),
+            cell("lavd", None, None),
+        ];
+        assert_eq!(
+            wait_line(sc, &cs).unwrap(),
+            "- hackbench: Mosaic p99 1024 µs, lowest peer p99 rusty 1024 µs → at most the \
+             best peer's; Mosaic max 1.50 s → under 2 s"
+        );
+        cs[4].shared_p99 = Some(512.0);
+        cs[1].shared_max = Some(2e6);
+        assert_eq!(
+            wait_line(sc, &cs).unwrap(),
+            "- hackbench: Mosaic p99 1024 µs, lowest peer p99 rusty 512 µs → **above the best \
+             peer's**; Mosaic max 2.00 s → **2 s or more**"
+        );
+        cs[1].fail = Some("ejected".into());
+        assert_eq!(wait_line(sc, &cs), None);
     }
 
     #[test]
