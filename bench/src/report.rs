@@ -394,11 +394,13 @@ fn by_topo(suite: &Suite) -> Vec<(String, Vec<&ScenarioRun>)> {
         .collect()
 }
 
+/// What a VM topology preset (vm/run's TOPOS) is, for the report.
 fn topo_desc(t: &str) -> &'static str {
     match t {
         "1llc" => "4 vCPUs, 1 socket, 1 LLC, no SMT",
         "2llc-smt" => "8 vCPUs, 2 LLCs, 2 cores × 2 SMT threads each",
         "2node" => "8 vCPUs, 2 NUMA nodes × 2 LLCs × 2 cores",
+        "4llc" => "8 vCPUs, 4 sockets = 4 LLCs × 2 cores, one NUMA node",
         "l2-8" => "8 vCPUs, 1 LLC, 2 L2 clusters × 2 cores × 2 SMT",
         "1cpu" => "1 vCPU",
         "16cpu" => "16 vCPUs, 2 LLCs × 8 cores",
@@ -1347,6 +1349,26 @@ mod tests {
             text.find("## Schedulers"),
         );
         assert!(why.is_some() && why < scheds, "{text}");
+    }
+
+    #[test]
+    fn every_vm_preset_has_a_description() {
+        let run =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../vm/run")).unwrap();
+        let presets: Vec<&str> = run
+            .lines()
+            .skip_while(|l| !l.starts_with("TOPOS=("))
+            .skip(1)
+            .take_while(|l| !l.starts_with(')'))
+            .filter_map(|l| l.trim().trim_start_matches('"').split('|').next())
+            .collect();
+        assert!(presets.contains(&"4llc"), "{presets:?}");
+        for p in presets {
+            assert!(
+                !topo_desc(p).is_empty(),
+                "vm/run's preset {p} has no description"
+            );
+        }
     }
 
     #[test]
