@@ -17,8 +17,9 @@ BENCH = REPO / "target/release/mosaic-bench"
 
 def test_smoke_pipeline_end_to_end(tmp_path):
     assert BENCH.exists(), "build the workspace first (make build)"
-    p = subprocess.run([str(BENCH), "run", "--smoke", "--out", str(tmp_path)], cwd=REPO,
-                       capture_output=True, text=True, timeout=900)
+    doc = tmp_path / "doc/benchmarks.md"
+    argv = [str(BENCH), "run", "--smoke", "--out", str(tmp_path), "--doc", str(doc)]
+    p = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, f"mosaic-bench run --smoke failed:\n{p.stdout}\n{p.stderr}"
     run = json.loads((tmp_path / "hackbench-1llc.json").read_text())
     samples = run["samples"]
@@ -59,3 +60,15 @@ def test_smoke_pipeline_end_to_end(tmp_path):
     svg = (tmp_path / "bench/hackbench-1llc.svg").read_text()
     assert svg.startswith("<svg") and "mosaic" in svg
     assert (tmp_path / "bench/summary-1llc.svg").exists()
+    # --doc: the merged results and the page; the same run again resumes: the cell, already
+    # measured by this binary and these schedulers, is kept and no VM boots
+    merged = json.loads((tmp_path / "doc/bench/results.json").read_text())
+    assert [(r["scenario"], r["topo"], r["boots"]) for r in merged["runs"]] == [
+        ("hackbench", "1llc", 1)], merged["runs"]
+    assert "| mosaic |" in doc.read_text()
+    again = subprocess.run(argv[:4] + [str(tmp_path / "again")] + argv[5:], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "== hackbench on 1llc: kept (1 boot(s)" in again.stderr, again.stderr
+    assert "round 1/1" not in again.stderr, again.stderr
+    assert json.loads((tmp_path / "doc/bench/results.json").read_text()) == merged

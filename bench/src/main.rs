@@ -574,8 +574,14 @@ fn run(a: RunArgs) -> Result<()> {
         for line in report::cell_summaries(sc, &r) {
             eprintln!("   {line}");
         }
+        // <scenario>-<topo>.json, and -boot<N> after it for a cell's later boots
+        let later = if boot > 0 {
+            format!("-boot{}", boot + 1)
+        } else {
+            String::new()
+        };
         std::fs::write(
-            out.join(format!("{}-{}-boot{}.json", sc.name, r.topo, boot + 1)),
+            out.join(format!("{}-{}{later}.json", sc.name, r.topo)),
             serde_json::to_string_pretty(&r)?,
         )?;
         if let Some((md, path, dir)) = &doc {

@@ -128,7 +128,19 @@ impl ScenarioRun {
             && self.host == other.host
             && self.watchdog_ms == other.watchdog_ms
             && self.scheds == other.scheds
-            && self.sched_info == other.sched_info
+            && self.sched_builds() == other.sched_builds()
+    }
+
+    /// Each scheduler's label, command and version, but the kernel default's version (its
+    /// kernel's release, which a run learns from its boot).
+    fn sched_builds(&self) -> Vec<(&str, &str, &str)> {
+        self.sched_info
+            .iter()
+            .map(|i| {
+                let version = if i.command.is_empty() { "" } else { &i.version };
+                (i.label.as_str(), i.command.as_str(), version)
+            })
+            .collect()
     }
 }
 
@@ -210,7 +222,20 @@ mod tests {
             topo: "4llc".into(),
             kernel: kernel.into(),
             mosaic_build: format!("scx_mosaic (sha256 {build}), git x"),
-            scheds: vec!["mosaic".into()],
+            scheds: vec!["eevdf".into(), "mosaic".into()],
+            // the kernel default's version is its kernel: a run not yet made has none
+            sched_info: vec![
+                SchedInfo {
+                    label: "eevdf".into(),
+                    command: String::new(),
+                    version: kernel.into(),
+                },
+                SchedInfo {
+                    label: "mosaic".into(),
+                    command: "scx_mosaic".into(),
+                    version: "0.1.0-g0123456".into(),
+                },
+            ],
             rounds: times.len() as u32,
             duration_s: 100.0,
             boots: 1,
