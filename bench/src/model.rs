@@ -96,6 +96,10 @@ pub struct ScenarioRun {
     /// VM boots pooled into this run (Suite::pooled()); 1 for one boot as measured.
     #[serde(default = "one")]
     pub boots: u32,
+    /// Buckets per power of two of the shared wait measure's histogram
+    /// (waits::BUCKETS_PER_OCTAVE); 1 in runs from before it was recorded (log2 buckets).
+    #[serde(default = "one")]
+    pub wait_buckets: u32,
 }
 
 fn one() -> u32 {
@@ -110,9 +114,9 @@ impl ScenarioRun {
     }
 
     /// Whether `other` is another boot of the same measurement, whose rounds may be pooled
-    /// with this one's: same scenario, topology, size, kernel, accelerator, watchdog, the same
-    /// schedulers at the same versions and the same scx_mosaic binary, and neither boot failed
-    /// as a whole.
+    /// with this one's: same scenario, topology, size, kernel, accelerator, watchdog, wait
+    /// measure, the same schedulers at the same versions and the same scx_mosaic binary, and
+    /// neither boot failed as a whole.
     pub fn same_cell(&self, other: &ScenarioRun) -> bool {
         self.kernel == other.kernel && self.same_setup(other)
     }
@@ -127,6 +131,7 @@ impl ScenarioRun {
                 == (&other.scenario, &other.topo, &other.size, &other.accel)
             && self.host == other.host
             && self.watchdog_ms == other.watchdog_ms
+            && self.wait_buckets == other.wait_buckets
             && self.scheds == other.scheds
             && self.sched_builds() == other.sched_builds()
     }
@@ -298,5 +303,23 @@ mod tests {
         });
         assert_eq!(s.runs.len(), 1);
         assert_eq!(s.pooled().runs[0].boots, 1);
+        // A cell whose waits were kept in another histogram is another measurement: a
+        // resumed run does not keep it, and a new boot replaces it
+        let mut log2 = boot("bbbbbbbbbbbb", "7.4", &[7.0]);
+        log2.wait_buckets = 1;
+        assert_eq!(s.boots_of(&log2), 0);
+        s.merge(Suite {
+            runs: vec![log2],
+            skipped: vec![],
+        });
+        assert_eq!((s.runs.len(), s.runs[0].wait_buckets), (1, 1));
+    }
+
+    #[test]
+    fn runs_from_before_the_wait_histogram_was_recorded_read_as_log2() {
+        let old: ScenarioRun =
+            serde_json::from_str(r#"{"scenario":"pipe","topo":"4llc","size":"default","command":"c","date":"d","kernel":"7.3","nproc":8,"host":false,"rounds":5,"scheds":[],"samples":[],"error":null,"duration_s":1.0}"#)
+                .unwrap();
+        assert_eq!((old.wait_buckets, old.boots), (1, 1));
     }
 }

@@ -511,8 +511,9 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         `sched_wakeup`, `sched_wakeup_new` and `sched_switch` tracepoints, started before and stopped \
         after the workload (outside its timed wall time): a wait runs from when a task becomes runnable \
         (woken, new, or switched out still runnable: preempted or at its slice end) until it is \
-        switched in; the idle task is left out. Its percentiles are the upper bound of their log2 \
-        bucket (less than twice the true value for waits of 1 µs or more), capped at the longest wait; \
+        switched in; the idle task is left out. Its percentiles are the upper bound of their bucket \
+        (8 per power of two: at most 1/8 above the true value from 8 µs on, under 1 µs above it \
+        below; cells that say so were measured in log2 buckets), capped at the longest wait; \
         p50 and p99 are medians over the rounds, max the largest over the rounds. The tracer adds \
         the same small work to every wakeup and context switch under every scheduler (one that \
         switches more pays more of it in total). \
@@ -666,9 +667,9 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         if !wait_lines.is_empty() {
             writeln!(
                 o,
-                "Runnable waits against the peers (the shared measure; p99 as a log2 bucket's \
-                 upper bound, so two p99s in one bucket are equal; max the longest over the \
-                 rounds):\n\n{}\n",
+                "Runnable waits against the peers (the shared measure; p99 as its bucket's \
+                 upper bound, at most 1/8 above the true value, so two p99s in one bucket are \
+                 equal; max the longest over the rounds):\n\n{}\n",
                 wait_lines.join("\n")
             )?;
         }
@@ -690,7 +691,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
             writeln!(o, "### {} on `{topo}`: {}\n", sc.name, sc.title)?;
             writeln!(
                 o,
-                "`{}` — {} interleaved rounds{}, {}, kernel {}{}, {} of {:.0} s{}.{}\n",
+                "`{}` — {} interleaved rounds{}, {}, kernel {}{}, {} of {:.0} s{}{}.{}\n",
                 r.command,
                 r.rounds,
                 if r.boots > 1 {
@@ -709,6 +710,11 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                     String::new()
                 } else {
                     format!("; scx_mosaic: {}", r.mosaic_build)
+                },
+                if r.wait_buckets == 1 {
+                    "; shared waits in log2 buckets (p99 up to 2x the true value)"
+                } else {
+                    ""
                 },
                 r.error
                     .as_ref()
@@ -1184,12 +1190,14 @@ mod tests {
             .unwrap()
             .contains("runnable task stall"));
         let dir = tempfile::tempdir().unwrap();
-        // A run from before versions were recorded: EEVDF still gets its kernel.
+        // A run from before versions were recorded: EEVDF still gets its kernel; its shared
+        // waits were kept in log2 buckets, which its line says.
         let old = ScenarioRun {
             scenario: "messaging".into(),
             topo: "1llc".into(),
             kernel: "7.3.3".into(),
             scheds: vec!["eevdf".into(), "rusty".into()],
+            wait_buckets: 1,
             ..Default::default()
         };
         let suite = Suite {
@@ -1219,6 +1227,11 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("; scx_mosaic: ").count(), 1, "{text}");
+        assert_eq!(
+            text.matches("; shared waits in log2 buckets").count(),
+            1,
+            "{text}"
+        );
         assert!(
             text.contains(
                 "| eevdf | – (the kernel's default: no sched_ext scheduler) | 7.3.4, 7.3.3 |"

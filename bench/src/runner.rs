@@ -143,6 +143,7 @@ pub fn new_run(env: &Env, job: Job) -> ScenarioRun {
             })
             .collect(),
         boots: 1,
+        wait_buckets: crate::waits::BUCKETS_PER_OCTAVE,
         ..Default::default()
     }
 }

@@ -3,7 +3,8 @@
 //! The BPF side (src/bpf/waits.bpf.c, built into a skeleton by build.rs) hooks the scheduler
 //! tracepoints `sched_wakeup`, `sched_wakeup_new` and `sched_switch`: a wait runs from when a
 //! task becomes runnable (woken, new, or switched out still runnable) to when it is switched
-//! in, and lands in a per-CPU log2 histogram of microseconds, with the count and the longest
+//! in, and lands in a per-CPU histogram of microseconds with 8 buckets per power of two
+//! (`bucket_of()`), with the count and the longest
 //! wait's task. This side loads it, waits for SIGINT/SIGTERM (or `--secs`), sums the CPUs and
 //! prints one line:
 //!
@@ -25,22 +26,55 @@ mod skel {
 }
 
 /// Buckets of the BPF histogram (NR_WAIT_BUCKETS in waits.bpf.c).
-pub const NR_BUCKETS: usize = 32;
+pub const NR_BUCKETS: usize = 240;
+/// log2 of the buckets per power of two (WAIT_SUB_BITS in waits.bpf.c).
+const SUB_BITS: u32 = 3;
+/// Buckets per power of two, as a run records its wait measure.
+pub const BUCKETS_PER_OCTAVE: u32 = 1 << SUB_BITS;
 /// Length of a task's comm (TASK_COMM_LEN).
 const COMM_LEN: usize = 16;
-/// Byte offsets in waits.bpf.c's `struct wait_stats`: hist[32] (u64), count, max_ns (u64),
-/// max_pid (u32), max_comm[16].
+/// Byte offsets in waits.bpf.c's `struct wait_stats`: hist[NR_BUCKETS] (u64), count, max_ns
+/// (u64), max_pid (u32), max_comm[16].
 const OFF_COUNT: usize = NR_BUCKETS * 8;
 const OFF_MAX_NS: usize = OFF_COUNT + 8;
 const OFF_MAX_PID: usize = OFF_MAX_NS + 8;
 const OFF_COMM: usize = OFF_MAX_PID + 4;
 const STATS_LEN: usize = OFF_COMM + COMM_LEN;
 
+/// The bucket of a wait of `us` µs, as waits.bpf.c's wait_bucket() computes it: below 8 µs
+/// one bucket per µs; from 8 µs each power of two [2^e, 2^(e+1)) cut into 8 equal buckets;
+/// the last bucket open-ended. The tests hold the Rust side's bounds to it.
+#[cfg(test)]
+fn bucket_of(us: u64) -> usize {
+    let sub = 1u64 << SUB_BITS;
+    if us < sub {
+        return us as usize;
+    }
+    let e = 63 - us.leading_zeros();
+    let b = (((e - SUB_BITS + 1) as u64) << SUB_BITS) + ((us >> (e - SUB_BITS)) & (sub - 1));
+    (b as usize).min(NR_BUCKETS - 1)
+}
+
+/// The upper bound of bucket `b`, µs (exclusive: every wait in it is shorter); the last,
+/// open-ended bucket has none (u64::MAX). At most 1/8 above any wait in the bucket from 8 µs
+/// on, 1 µs above it below.
+pub fn bucket_upper_us(b: usize) -> u64 {
+    let sub = 1usize << SUB_BITS;
+    if b >= NR_BUCKETS - 1 {
+        return u64::MAX;
+    }
+    if b < sub {
+        return b as u64 + 1;
+    }
+    let e = (b >> SUB_BITS) as u32 + SUB_BITS - 1;
+    let m = (b & (sub - 1)) as u64;
+    (sub as u64 + m + 1) << (e - SUB_BITS)
+}
+
 /// The waits of all CPUs together.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Waits {
-    /// Waits by log2 bucket of microseconds: bucket b holds [2^b, 2^(b+1)) µs, bucket 0 also
-    /// the waits under 1 µs, the last bucket everything longer.
+    /// Waits by bucket of microseconds (`bucket_of()`).
     pub hist: Vec<u64>,
     pub count: u64,
     /// The longest wait, ns, and its task.
@@ -116,15 +150,15 @@ impl Waits {
     }
 }
 
-/// The `q` quantile (0 < q ≤ 1) of the waits in log2 histogram `hist`, µs, as the **upper
-/// bound of the bucket** that holds the wait of rank ⌈q·total⌉ (at least 1): bucket b's upper
-/// bound is 2^(b+1) µs (bucket 0: 2 µs), so the true value lies in [bound/2, bound), and the
-/// figure overstates it by less than 2×. No interpolation inside the bucket. The bound is
-/// capped at `max_us`, the longest wait seen (no wait was longer), which also bounds the last,
-/// open-ended bucket. None for an empty histogram.
+/// The `q` quantile (0 < q ≤ 1) of the waits in histogram `hist` (`bucket_of()`), µs, as the
+/// **upper bound of the bucket** that holds the wait of rank ⌈q·total⌉ (at least 1)
+/// ([`bucket_upper_us`]): it overstates the true value by at most 1/8 from 8 µs on, by under
+/// 1 µs below. No interpolation inside the bucket. The bound is capped at `max_us`, the
+/// longest wait seen (no wait was longer), which also bounds the last, open-ended bucket.
+/// None for an empty histogram.
 ///
-/// Scheduler-side, scx_mosaic's own wait_p99_us uses the same buckets and the same upper
-/// bound (without the cap), so the two figures are comparable bucket for bucket.
+/// Scheduler-side, scx_mosaic's own wait_p99_us is the upper edge of a log2 bucket (a power
+/// of two): the true p99 lies in [edge/2, edge), so this figure lies in (edge/2, 9/8 edge].
 pub fn percentile_us(hist: &[u64], q: f64, max_us: u64) -> Option<u64> {
     let total: u64 = hist.iter().sum();
     if total == 0 {
@@ -139,8 +173,7 @@ pub fn percentile_us(hist: &[u64], q: f64, max_us: u64) -> Option<u64> {
             seen >= rank
         })
         .unwrap_or(hist.len() - 1);
-    let bound = 1u64.checked_shl(b as u32 + 1).unwrap_or(u64::MAX);
-    Some(bound.min(max_us))
+    Some(bucket_upper_us(b).min(max_us))
 }
 
 /// libbpf's warnings while loading, for the one-line error (libbpf prints nothing itself).
@@ -285,44 +318,85 @@ mod tests {
 
     #[test]
     fn the_layout_matches_the_bpf_struct() {
-        // 32 u64 buckets, count, max_ns, a u32 pid, then 16 bytes of comm
+        // 240 u64 buckets, count, max_ns, a u32 pid, then 16 bytes of comm
         assert_eq!(
             (OFF_COUNT, OFF_MAX_NS, OFF_MAX_PID, OFF_COMM, STATS_LEN),
-            (256, 264, 272, 276, 292)
+            (1920, 1928, 1936, 1940, 1956)
         );
         let src = include_str!("bpf/waits.bpf.c");
         assert!(src.contains(&format!("#define NR_WAIT_BUCKETS {NR_BUCKETS}")));
+        assert!(src.contains(&format!("#define WAIT_SUB_BITS {SUB_BITS}")));
         assert!(src.contains(&format!("#define COMM_LEN {COMM_LEN}")));
     }
 
     #[test]
+    fn buckets_tile_the_microseconds_each_at_most_an_eighth_wide() {
+        // one per µs below 8, then 8 per power of two
+        let firsts = [
+            (0, 0),
+            (7, 7),
+            (8, 8),
+            (9, 9),
+            (15, 15),
+            (16, 16),
+            (17, 16),
+            (18, 17),
+        ];
+        for (us, b) in firsts {
+            assert_eq!(bucket_of(us), b, "{us} µs");
+        }
+        assert_eq!(
+            (bucket_of(1000), bucket_upper_us(bucket_of(1000))),
+            (63, 1024)
+        );
+        assert_eq!(bucket_of(1 << 20), 144);
+        // contiguous: every bucket starts where the one before ends, and the bound of the
+        // bucket that holds a wait is above it by at most 1/8 of it (1 µs below 8 µs)
+        let mut lower = 0u64;
+        for b in 0..NR_BUCKETS - 1 {
+            let upper = bucket_upper_us(b);
+            assert_eq!(bucket_of(lower), b, "bucket {b} starts at {lower}");
+            assert_eq!(bucket_of(upper - 1), b, "bucket {b} ends before {upper}");
+            assert!(
+                upper - lower <= (lower / 8).max(1),
+                "bucket {b}: [{lower}, {upper})"
+            );
+            lower = upper;
+        }
+        // the last one starts at 15 x 2^28 µs (67 minutes) and is open-ended
+        assert_eq!(lower, 15 << 28);
+        assert_eq!(bucket_of(lower), NR_BUCKETS - 1);
+        assert_eq!(bucket_of(u64::MAX), NR_BUCKETS - 1);
+        assert_eq!(bucket_upper_us(NR_BUCKETS - 1), u64::MAX);
+    }
+
+    #[test]
     fn percentiles_are_bucket_upper_bounds_capped_at_the_max() {
-        // 100 waits: 50 in [1,2) µs (bucket 0), 45 in [8,16) (bucket 3), 5 in [1024,2048)
+        // 100 waits: 50 of 1 µs, 45 of 10 µs, 5 of 1000 µs
         let mut h = vec![0u64; NR_BUCKETS];
-        h[0] = 50;
-        h[3] = 45;
-        h[10] = 5;
+        h[bucket_of(1)] = 50;
+        h[bucket_of(10)] = 45;
+        h[bucket_of(1000)] = 5;
         assert_eq!(percentile_us(&h, 0.50, 5000), Some(2));
-        assert_eq!(percentile_us(&h, 0.51, 5000), Some(16));
-        assert_eq!(percentile_us(&h, 0.95, 5000), Some(16));
-        assert_eq!(percentile_us(&h, 0.96, 5000), Some(2048));
-        assert_eq!(percentile_us(&h, 0.99, 5000), Some(2048));
+        assert_eq!(percentile_us(&h, 0.51, 5000), Some(11));
+        assert_eq!(percentile_us(&h, 0.95, 5000), Some(11));
+        assert_eq!(percentile_us(&h, 0.96, 5000), Some(1024));
+        assert_eq!(percentile_us(&h, 0.99, 5000), Some(1024));
         // the longest wait caps the bound
-        assert_eq!(percentile_us(&h, 0.99, 1500), Some(1500));
-        assert_eq!(percentile_us(&h, 0.50, 1500), Some(2));
+        assert_eq!(percentile_us(&h, 0.99, 1010), Some(1010));
+        assert_eq!(percentile_us(&h, 0.50, 1010), Some(2));
         // one wait: every quantile is its bucket
         let mut one = vec![0u64; NR_BUCKETS];
-        one[6] = 1;
-        assert_eq!(percentile_us(&one, 0.01, u64::MAX), Some(128));
-        assert_eq!(percentile_us(&one, 1.0, u64::MAX), Some(128));
-        // the last, open-ended bucket: its bound is 2^32, or the max
+        one[bucket_of(100)] = 1;
+        assert_eq!(percentile_us(&one, 0.01, u64::MAX), Some(104));
+        assert_eq!(percentile_us(&one, 1.0, u64::MAX), Some(104));
+        // the last, open-ended bucket: only the max bounds it
         let mut last = vec![0u64; NR_BUCKETS];
         last[NR_BUCKETS - 1] = 3;
-        assert_eq!(percentile_us(&last, 0.5, u64::MAX), Some(1 << 32));
-        assert_eq!(percentile_us(&last, 0.5, 9_000_000_000), Some(1 << 32));
+        assert_eq!(percentile_us(&last, 0.5, u64::MAX), Some(u64::MAX));
         assert_eq!(
-            percentile_us(&last, 0.5, 3_000_000_000),
-            Some(3_000_000_000)
+            percentile_us(&last, 0.5, 5_000_000_000),
+            Some(5_000_000_000)
         );
         assert_eq!(percentile_us(&[0; NR_BUCKETS], 0.5, 10), None);
         assert_eq!(percentile_us(&[], 0.5, 10), None);
@@ -331,10 +405,10 @@ mod tests {
     #[test]
     fn cpus_are_summed_and_the_longest_wait_keeps_its_task() {
         let mut w = Waits::default();
-        w.add_cpu(&cpu_bytes(&[(0, 10), (4, 2)], 20_500, 41, "hackbench"))
+        w.add_cpu(&cpu_bytes(&[(0, 10), (20, 2)], 20_500, 41, "hackbench"))
             .unwrap();
         w.add_cpu(&cpu_bytes(
-            &[(0, 5), (11, 1)],
+            &[(0, 5), (bucket_of(3000), 1)],
             3_999_999,
             7,
             "kworker/0:1 x",
@@ -342,14 +416,14 @@ mod tests {
         .unwrap();
         w.add_cpu(&cpu_bytes(&[], 0, 0, "")).unwrap();
         assert_eq!(w.count, 18);
-        assert_eq!((w.hist[0], w.hist[4], w.hist[11]), (15, 2, 1));
+        assert_eq!((w.hist[0], w.hist[20], w.hist[bucket_of(3000)]), (15, 2, 1));
         assert_eq!((w.max_ns, w.max_pid), (3_999_999, 7));
         assert_eq!(w.max_comm, "kworker/0:1 x");
         assert_eq!(w.max_us(), 3999);
-        // p50: rank 9 of 18, bucket 0 → 2 µs; p99: rank 18 → bucket 11, 4096 capped at 3999
+        // p50: rank 9 of 18, bucket 0 → 1 µs; p99: rank 18 → 3000 µs's bucket, [2816, 3072)
         assert_eq!(
             w.line(),
-            "@@WAITS count=18 p50_us=2 p99_us=3999 max_us=3999 max_task=kworker/0:1_x[7]@@"
+            "@@WAITS count=18 p50_us=1 p99_us=3072 max_us=3999 max_task=kworker/0:1_x[7]@@"
         );
         assert!(w.add_cpu(&[0u8; 100]).is_err());
         assert_eq!(

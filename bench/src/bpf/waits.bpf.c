@@ -8,8 +8,9 @@
  * (sched_wakeup_new), or switched out while still runnable (sched_switch
  * with the task preempted or its state TASK_RUNNING: a slice end, a
  * preemption, a yield). It ends when the task is switched in. Every wait
- * lands in one per-CPU record: a log2 histogram of microseconds, the count,
- * and the longest wait with its task's pid and comm. The idle task (pid 0)
+ * lands in one per-CPU record: a histogram of microseconds with 8 buckets per
+ * power of two (wait_bucket()), the count, and the longest wait with its
+ * task's pid and comm. The idle task (pid 0)
  * is left out. Userspace (bench/src/waits.rs) sums the CPUs.
  *
  * The stamp lives in task-local storage. A wakeup keeps an earlier stamp (a
@@ -29,12 +30,13 @@
 char _license[] SEC("license") = "GPL";
 
 #define TASK_RUNNING 0
-#define NR_WAIT_BUCKETS 32
+/* 8 buckets per power of two: 1 << WAIT_SUB_BITS */
+#define WAIT_SUB_BITS 3
+#define NR_WAIT_BUCKETS 240
 #define COMM_LEN 16
 
 /*
- * One CPU's waits. Bucket b holds waits of [2^b, 2^(b+1)) us, bucket 0 also
- * those under 1 us, the last one everything longer. The layout is read by
+ * One CPU's waits, by wait_bucket() of microseconds. The layout is read by
  * byte offset in bench/src/waits.rs: keep the two in step.
  */
 struct wait_stats {
@@ -63,20 +65,41 @@ struct {
 	__type(value, u64);
 } runnable_since SEC(".maps");
 
+/*
+ * The bucket of a wait of @us microseconds: below 8 us, one per microsecond
+ * (bucket @us); from 8 us, each power of two [2^e, 2^(e+1)) is cut into 8
+ * equal buckets, so a bucket's upper bound is at most 1/8 above any wait in
+ * it; the last bucket (from 15 x 2^28 us, 67 minutes) is open-ended.
+ * bench/src/waits.rs's bucket_of() is the same function, and its
+ * bucket_upper_us() the bound.
+ */
+static __always_inline u32 wait_bucket(u64 us)
+{
+	u32 e, b;
+
+	if (us < (1 << WAIT_SUB_BITS))
+		return us;
+	/* log2_u64() (scx's common.bpf.h) counts bits: 4 for 8-15 */
+	e = log2_u64(us) - 1;
+	b = ((e - WAIT_SUB_BITS + 1) << WAIT_SUB_BITS) +
+	    ((us >> (e - WAIT_SUB_BITS)) & ((1 << WAIT_SUB_BITS) - 1));
+	return b < NR_WAIT_BUCKETS ? b : NR_WAIT_BUCKETS - 1;
+}
+
 /* @p waited @ns before running: count it on this CPU. */
 static __always_inline void record_wait(struct task_struct *p, u64 ns)
 {
 	struct wait_stats *s;
 	u32 key = 0, b;
-	u64 us = ns / 1000;
 
 	s = bpf_map_lookup_elem(&wait_stats, &key);
 	if (!s)
 		return;
-	/* log2_u64() (scx's common.bpf.h) counts bits: 1 for 1, 2 for 2-3 */
-	b = us > 1 ? log2_u64(us) - 1 : 0;
+	b = wait_bucket(ns / 1000);
+	/* kept, so that the verifier sees the index bounded */
+	barrier_var(b);
 	if (b >= NR_WAIT_BUCKETS)
-		b = NR_WAIT_BUCKETS - 1;
+		return;
 	s->hist[b]++;
 	s->count++;
 	if (ns > s->max_ns) {
