@@ -69,21 +69,20 @@ struct {
  * The bucket of a wait of @us microseconds: below 8 us, one per microsecond
  * (bucket @us); from 8 us, each power of two [2^e, 2^(e+1)) is cut into 8
  * equal buckets, so a bucket's upper bound is at most 1/8 above any wait in
- * it; the last bucket (from 15 x 2^28 us, 67 minutes) is open-ended.
- * bench/src/waits.rs's bucket_of() is the same function, and its
- * bucket_upper_us() the bound.
+ * it; from 15 x 2^28 us (67 minutes) on, record_wait() clamps to the last,
+ * open-ended bucket. bench/src/waits.rs's bucket_of() is the same function,
+ * clamp included, and its bucket_upper_us() the bound.
  */
 static __always_inline u32 wait_bucket(u64 us)
 {
-	u32 e, b;
+	u32 e;
 
 	if (us < (1 << WAIT_SUB_BITS))
 		return us;
 	/* log2_u64() (scx's common.bpf.h) counts bits: 4 for 8-15 */
 	e = log2_u64(us) - 1;
-	b = ((e - WAIT_SUB_BITS + 1) << WAIT_SUB_BITS) +
-	    ((us >> (e - WAIT_SUB_BITS)) & ((1 << WAIT_SUB_BITS) - 1));
-	return b < NR_WAIT_BUCKETS ? b : NR_WAIT_BUCKETS - 1;
+	return ((e - WAIT_SUB_BITS + 1) << WAIT_SUB_BITS) +
+	       ((us >> (e - WAIT_SUB_BITS)) & ((1 << WAIT_SUB_BITS) - 1));
 }
 
 /* @p waited @ns before running: count it on this CPU. */
@@ -96,10 +95,11 @@ static __always_inline void record_wait(struct task_struct *p, u64 ns)
 	if (!s)
 		return;
 	b = wait_bucket(ns / 1000);
-	/* kept, so that the verifier sees the index bounded */
+	/* the last bucket is open-ended; the clamp, kept past the compiler,
+	 * bounds the index for the verifier */
 	barrier_var(b);
 	if (b >= NR_WAIT_BUCKETS)
-		return;
+		b = NR_WAIT_BUCKETS - 1;
 	s->hist[b]++;
 	s->count++;
 	if (ns > s->max_ns) {
