@@ -70,9 +70,9 @@ pub struct Opts {
     /// exceeds the migration cost and a domain's last balance cost less than
     /// that idle time; a busy CPU balances its LLC periodically: the
     /// kernel's newidle and periodic balance, by weighted load). Shard is the
-    /// default: no design was faster everywhere, and shard keeps cpu.weight
-    /// best (in the VM the per-CPU designs lose part of a 1:3 split) and its
-    /// work per event flat on 192 CPUs (docs/design.md).
+    /// default: no design was faster everywhere, shard keeps cpu.weight a
+    /// little closer than off, and only shard keeps its work per event flat
+    /// on 192 CPUs (docs/design.md).
     #[arg(long, value_enum, default_value_t = SharedRunq::Shard, value_name = "DESIGN")]
     pub shared_runq: SharedRunq,
 

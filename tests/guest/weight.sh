@@ -1,5 +1,6 @@
 # tests/test_weight.py: busy cgroups with cpu.weight set before and during the load, under
-# scx_mosaic, with --no-cgroup-weights, and under EEVDF; CPU time per cgroup over 8 s.
+# scx_mosaic, its per-CPU queues (--shared-runq=off), with --no-cgroup-weights, and under
+# EEVDF; CPU time per cgroup over 8 s.
 . /mosaic/guest/lib.sh
 CG=/sys/fs/cgroup
 echo +cpu >$CG/cgroup.subtree_control || exit 1
@@ -25,9 +26,10 @@ measure() {
     sleep 1
 }
 
-for sched in mosaic noweights eevdf; do
+for sched in mosaic percpu noweights eevdf; do
     case $sched in
     mosaic) start_mosaic --stats 0 --stats-file /tmp/s.json || exit 1 ;;
+    percpu) start_mosaic --shared-runq=off --stats 0 || exit 1 ;;
     noweights) start_mosaic --no-cgroup-weights --stats 0 || exit 1 ;;
     esac
     # ... and while it runs (ops.cgroup_set_weight)
@@ -35,7 +37,7 @@ for sched in mosaic noweights eevdf; do
     # flat: 8 tasks at weight 100 against 4 at weight 300
     cg_hogs wa 8; cg_hogs wb 4
     measure ${sched}_flat wa wb
-    if [ $sched != noweights ]; then
+    if [ $sched = mosaic ] || [ $sched = eevdf ]; then
         # nested: wn (x:100 + y:300 inside) against wm, both 100
         cg_hogs wn/x 4; cg_hogs wn/y 4; cg_hogs wm 4
         measure ${sched}_nested wn/x wn/y wm

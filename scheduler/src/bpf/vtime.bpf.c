@@ -205,13 +205,24 @@ static __always_inline u64 clock_fair_rate(u32 id, u64 floor)
  * CPU (nice -20 hogs) the clock moves slower than that: under the gauntlet's
  * nice churn the longest waits were 1.5-2.2 s (1llc, 4llc; bounds 1.3-1.7 s),
  * and 0.5-1.3 s with the load's own rate as the cap (TCG).
+ * A one-CPU clock (a CPU's own with per-CPU queues, a pinned crowd's) takes
+ * the fair rate alone: measured over the few starts of two or three
+ * waiters, and quick to follow a slowdown, its rate read low, and the bound
+ * cut a light task's charge at about every periodic pull (cpu.weight 100:300
+ * on 8:4 hogs, per-CPU queues: 36-106 cuts in 11 s taking 3-10 s of vtime,
+ * 1:2.63-2.96, median 1:2.82 in 14 runs; with the fair rate 0-15 cuts,
+ * 1:2.87-3.01, median 1:2.95 in 14; the same hogs pinned under the shard
+ * design 1:2.81-2.90 and 1:2.89-2.99, 2 runs each; 1llc, TCG). The fair
+ * rate comes from the CPU's own load average; where the clock crawls below
+ * it, the epoch's move (clock_epoch_update()) still bounds the wait
+ * (hackbench under a 2 s watchdog: longest waits 0.59-0.74 s, as before).
  */
 static __always_inline u64 clock_max_lead(u32 id)
 {
 	u64 rate = clock_of(id)->rate,
 	    cap = clock_fair_rate(id, MIN_CLOCK_RATE);
 
-	if (rate > cap)
+	if (rate > cap || cpu_queues_only() || id >= PINNED_CLOCK_BASE)
 		rate = cap;
 	return (rate * wait_target_ns) >> RATE_SHIFT;
 }
