@@ -138,6 +138,9 @@ pub fn run(exe: &Path, dir: &Path, jobs: usize, base_seed: u64) -> Result<Vec<Ce
 /// two-cgroup weight splits across LLCs and within one (1.0: exact).
 pub struct Costs {
     pub work_ratio: [f64; 3],
+    /// Per machine of MACHINES: its CPU count and each side's BPF work per
+    /// callback under WORK_LOAD (bare-metal flags).
+    pub work: Vec<(&'static str, usize, [f64; 3])>,
     pub weight_share: [f64; 3],
     pub weight_share_llc: [f64; 3],
 }
@@ -179,14 +182,26 @@ pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
     };
     let mut c = Costs {
         work_ratio: [0.0; 3],
+        work: Vec::new(),
         weight_share: [0.0; 3],
         weight_share_llc: [0.0; 3],
     };
+    let work = |v: &Value| v["bpf_work"]["per_callback"].as_f64().unwrap_or(f64::NAN);
+    for (i, m) in MACHINES.iter().enumerate() {
+        let mut per = [0.0; 3];
+        for (side, w) in per.iter_mut().enumerate() {
+            *w = work(&one(4 + i, m, WORK_LOAD, side, true)?);
+        }
+        let cpus = crate::machine::Machine::preset(m)?.nr_cpus();
+        c.work.push((m, cpus, per));
+    }
+    let per_of = |m: &str| c.work.iter().find(|w| w.0 == m).map(|w| w.2);
+    let (small, large) = (
+        per_of(WORK_SMALL).context("WORK_SMALL is one of MACHINES")?,
+        per_of(WORK_LARGE).context("WORK_LARGE is one of MACHINES")?,
+    );
     for side in 0..SIDES.len() {
-        let work = |v: &Value| v["bpf_work"]["per_callback"].as_f64().unwrap_or(f64::NAN);
-        let small = work(&one(0, WORK_SMALL, WORK_LOAD, side, true)?);
-        let large = work(&one(1, WORK_LARGE, WORK_LOAD, side, true)?);
-        c.work_ratio[side] = large / small;
+        c.work_ratio[side] = large[side] / small[side];
         let hogs = one(2, WORK_SMALL, WEIGHT_LOAD, side, false)?;
         c.weight_share[side] = hogs["workload"]["share_min_over_max"]
             .as_f64()
@@ -302,5 +317,92 @@ pub fn section(md: &mut String, cells: &[Cell], costs: &Costs) -> Result<()> {
             kept.join(", ")
         },
     )?;
+    work_by_machine(md, &costs.work)
+}
+
+/// The BPF work per callback of every side on every machine, and up to how
+/// many CPUs per-CPU queues do no more of it than the shard design.
+fn work_by_machine(md: &mut String, work: &[(&'static str, usize, [f64; 3])]) -> Result<()> {
+    let mut rows = work.to_vec();
+    rows.sort_by_key(|w| w.1);
+    writeln!(
+        md,
+        "BPF work per callback by machine (`{WORK_LOAD}`, bare-metal flags):\n\n\
+         | machine | CPUs | {} | {} | {} |\n|---|---|---|---|---|",
+        SIDES[0].0, SIDES[1].0, SIDES[2].0
+    )?;
+    for (m, cpus, per) in &rows {
+        writeln!(
+            md,
+            "| `{m}` | {cpus} | {:.2} | {:.2} | {:.2} |",
+            per[0], per[1], per[2]
+        )?;
+    }
+    let first_over = rows.iter().find(|w| w.2[0] > w.2[2]);
+    let cheaper_upto = rows
+        .iter()
+        .filter(|w| first_over.is_none_or(|f| w.1 < f.1))
+        .map(|w| w.1)
+        .max();
+    let most = rows
+        .iter()
+        .map(|w| w.2[0] / w.2[2])
+        .fold(f64::NAN, f64::max);
+    match (cheaper_upto, first_over) {
+        (Some(n), Some((m, cpus, per))) => writeln!(
+            md,
+            "\nPer-CPU queues do no more BPF work per callback than the shard design on every \
+             machine of up to {n} CPUs; from `{m}` ({cpus} CPUs) on they do more ({:.2}x the \
+             shard design's there, {most:.2}x at most).\n",
+            per[0] / per[2]
+        )?,
+        (None, Some((m, cpus, _))) => writeln!(
+            md,
+            "\nPer-CPU queues do more BPF work per callback than the shard design from the \
+             smallest machine on (`{m}`, {cpus} CPUs; {most:.2}x at most).\n"
+        )?,
+        (_, None) => writeln!(
+            md,
+            "\nPer-CPU queues do no more BPF work per callback than the shard design on any \
+             machine.\n"
+        )?,
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_by_machine_names_the_last_size_where_per_cpu_queues_cost_no_more() {
+        let mut md = String::new();
+        let rows = [
+            ("big", 192, [30.0, 20.0, 8.0]),
+            ("small", 8, [4.0, 5.0, 6.0]),
+            ("mid", 36, [6.0, 5.5, 7.0]),
+            ("edge", 72, [9.0, 7.5, 8.0]),
+        ];
+        work_by_machine(&mut md, &rows).unwrap();
+        // rows come out by CPU count, and the threshold is the last size before the first
+        // machine where per-CPU queues do more
+        let small = md.find("| `small` |").unwrap();
+        assert!(small < md.find("| `mid` |").unwrap());
+        assert!(md.find("| `edge` |").unwrap() < md.find("| `big` |").unwrap());
+        assert!(
+            md.contains("up to 36 CPUs; from `edge` (72 CPUs) on"),
+            "{md}"
+        );
+        assert!(
+            md.contains("1.12x the shard design's there, 3.75x at most"),
+            "{md}"
+        );
+
+        let mut md = String::new();
+        work_by_machine(&mut md, &[("a", 8, [5.0, 5.0, 4.0])]).unwrap();
+        assert!(
+            md.contains("from the smallest machine on (`a`, 8 CPUs; 1.25x"),
+            "{md}"
+        );
+    }
 }
