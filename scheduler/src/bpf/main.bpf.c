@@ -214,16 +214,17 @@ static __always_inline bool prev_keeps_cpu(struct task_struct *prev, s32 cpu,
 }
 
 /*
- * @cpu, about to idle (or to leave a cpu.idle cgroup's task running), takes
- * work from outside its shared runqueue: a steal from another LLC; with
- * per-CPU queues, the kernel's newidle balance (pull_busiest_cpu_queue()),
- * after, with the seed's design, the waiters its LLC's shards index.
+ * @cpu, about to idle (or to leave a cpu.idle cgroup's task running:
+ * @idle_prev), takes work from outside its shared runqueue: a steal from
+ * another LLC; with per-CPU queues, the kernel's newidle balance
+ * (pull_busiest_cpu_queue()), after, with the seed's design, the waiters its
+ * LLC's shards index.
  */
-static __always_inline bool pull_other_llcs(s32 cpu)
+static __always_inline bool pull_other_llcs(s32 cpu, bool idle_prev)
 {
 	if (!cpu_queues_only())
 		return steal_scan(cpu);
-	return shard_index_pull(cpu) || pull_busiest_cpu_queue(cpu);
+	return shard_index_pull(cpu) || pull_busiest_cpu_queue(cpu, idle_prev);
 }
 
 /*
@@ -260,7 +261,8 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 	/* a runnable task of an idle cgroup yields to other LLCs' work first,
 	 * then takes turns with its peers */
 	idle_prev = prev_in_idle_cgroup(prev);
-	if (idle_prev && (pull_other_llcs(cpu) || pull_idle_cgroup(cpu, false)))
+	if (idle_prev &&
+	    (pull_other_llcs(cpu, true) || pull_idle_cgroup(cpu, false)))
 		return;
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    !prev_should_move(prev, cpu)) {
@@ -268,7 +270,7 @@ void BPF_STRUCT_OPS(mosaic_dispatch, s32 cpu, struct task_struct *prev)
 		stat_inc(STAT_PREV_REFILLED);
 		return;
 	}
-	if (!idle_prev && pull_other_llcs(cpu))
+	if (!idle_prev && pull_other_llcs(cpu, false))
 		return;
 	/* idle cgroups last: after work stolen from other LLCs */
 	if (pull_idle_cgroup(cpu, false) || pull_idle_cgroup_remote(cpu))

@@ -582,7 +582,7 @@ static __always_inline bool pull_older_sibling(s32 cpu,
 					       const struct llc_scan *scan);
 static __always_inline bool pull_sibling_shards(s32 cpu,
 						const struct llc_scan *scan);
-static __always_inline bool pull_busiest_cpu_queue(s32 cpu);
+static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work);
 static __always_inline void newidle_note_idle(s32 cpu, u64 now);
 /* seed design: take a waiter of a busy CPU of the LLC via the shards' index */
 static __always_inline bool shard_index_pull(s32 cpu);

@@ -841,6 +841,11 @@ static __always_inline bool cpu_queue_waiting(void)
  *   here the CPU queue with the most waiters, counting the task a busy CPU
  *   runs, and only one with two or more (a lone task is running, or about
  *   to). The first domain that pulls ends the walk.
+ * - A CPU that runs only a cpu.idle cgroup's task is idle to the kernel
+ *   (sched_idle_cpu()), which balances it as an idle CPU at the tick, whatever
+ *   its idle spells: it passes the average-idle and cost gates (@idle_work).
+ *   Gated like a CPU going idle, it ran idle-cgroup work for seconds while
+ *   busy tasks waited on another CPU's queue.
  * The seed's design skips the LLC pass: its shards' index (above) covers
  * the LLC, as the seed starts newidle balance at the LLC's parent domain.
  */
@@ -957,10 +962,11 @@ static __always_inline bool newidle_domain_pull(s32 cpu, u32 d)
 }
 
 /*
- * Newidle balance (the rules above): @cpu, about to idle, pulls one task from
- * the busiest CPU queue of its LLC, else of the machine. True if one moved.
+ * Newidle balance (the rules above): @cpu, about to idle or running a cpu.idle
+ * cgroup's task (@idle_work), pulls one task from the busiest CPU queue of its
+ * LLC, else of the machine. True if one moved.
  */
-static __always_inline bool pull_busiest_cpu_queue(s32 cpu)
+static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work)
 {
 	struct newidle_state *st = &newidle_states[cpu_idx(cpu)];
 	u64 now = scx_bpf_now(), avg = newidle_avg_idle(st, now);
@@ -975,7 +981,7 @@ static __always_inline bool pull_busiest_cpu_queue(s32 cpu)
 		stat_inc(STAT_NEWIDLE_SKIPS_OVERLOAD);
 		return false;
 	}
-	if (avg < NEWIDLE_MIGRATION_COST_NS) {
+	if (avg < NEWIDLE_MIGRATION_COST_NS && !idle_work) {
 		stat_inc(STAT_NEWIDLE_SKIPS_AVG_IDLE);
 		return false;
 	}
@@ -985,7 +991,8 @@ static __always_inline bool pull_busiest_cpu_queue(s32 cpu)
 			continue;
 		if (d == NEWIDLE_DOM_MACHINE && nr_llcs <= 1)
 			break;
-		if (avg < spent + st->max_cost[d & (NR_NEWIDLE_DOMS - 1)]) {
+		if (avg < spent + st->max_cost[d & (NR_NEWIDLE_DOMS - 1)] &&
+		    !idle_work) {
 			stat_inc(STAT_NEWIDLE_SKIPS_COST);
 			break;
 		}

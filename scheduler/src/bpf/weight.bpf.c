@@ -13,11 +13,12 @@
  * A cgroup with cpu.idle set weighs what the kernel gives SCHED_IDLE (3
  * against a nice 0 task's 1024) among its siblings, whatever its cpu.weight,
  * and its tasks run only on CPUs that others leave idle: they wait on their
- * LLC's idle queue, which a CPU takes from only when its LLC has nothing
- * else queued - or when the head has waited idle_wait_ns (a quarter of the
- * watchdog timeout) and no other task queued for the CPU waited longer, so
- * that no task waits unboundedly - and they give up their CPU at the next
- * tick when a task waits on the CPU's shard, or on another LLC's with no CPU
+ * LLC's idle queue, in turn (first in, first out), which a CPU takes from only
+ * when its LLC has nothing else queued - or when the head has waited
+ * idle_wait_ns (a quarter of the watchdog timeout) and no other task queued
+ * for the CPU waited longer, so that no task waits unboundedly - and they
+ * give up their CPU at the next tick when a task waits on the CPU's own queue
+ * or shard, or on another LLC's with no CPU
  * there to take it (the overload flag, gate.bpf.c): the CPU steals it before
  * an idle cgroup's task runs on.
  *
@@ -429,9 +430,14 @@ static s32 idle_queues_init(void)
 }
 
 /*
- * ops.enqueue: queue @p, on @cpu, on its LLC's idle-cgroup queue if one of
- * its cgroups has cpu.idle (pinned tasks stay on their CPU's queue, exempt
- * ones, task_exempt_from_limits(), on their shard). True if queued there.
+ * ops.enqueue: queue @p, on @cpu, at the tail of its LLC's idle-cgroup queue
+ * if one of its cgroups has cpu.idle (pinned tasks stay on their CPU's queue,
+ * exempt ones, task_exempt_from_limits(), on their shard). True if queued
+ * there. First in, first out: the head is the task that has waited longest,
+ * the one pull_idle_cgroup() bounds. (Ordered by vtime, a task requeued after
+ * its turn could land ahead of waiting ones - an idle weight's charge hits
+ * the lead bound whatever it ran - and hide them from the overdue check.)
+ * The task's vtime is left as it is: the queue orders nothing a clock tracks.
  */
 static __always_inline bool idle_cgroup_queue(struct task_struct *p,
 					      struct task_ctx *tctx, s32 cpu,
@@ -442,9 +448,7 @@ static __always_inline bool idle_cgroup_queue(struct task_struct *p,
 	if (!tctx->in_idle_cgroup || task_is_pinned(p) ||
 	    task_exempt_from_limits(p))
 		return false;
-	scx_bpf_dsq_insert_vtime(p, idle_dsq_id(llc), slice_ns,
-				 task_queue_vtime(p, cpu, enq_flags, 0),
-				 enq_flags);
+	scx_bpf_dsq_insert(p, idle_dsq_id(llc), slice_ns, enq_flags);
 	stat_inc(STAT_IDLE_CGROUP_QUEUED);
 	return true;
 }
