@@ -119,6 +119,14 @@ pub fn side(s: &Spread) -> Side {
     }
 }
 
+/// Whether @s's interval decides a verdict: it clears the band (a
+/// difference) or lies wholly inside it (none the band can show). One that
+/// straddles an edge of the band shows neither: with other RNG seeds the same
+/// row can land on either side of that edge.
+pub fn decided(s: &Spread) -> bool {
+    side(s) != Side::Within || (s.lo >= -EQUIVALENCE && s.hi <= EQUIVALENCE)
+}
+
 /// What a row's interval says about the seed's claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Verdict {
@@ -126,14 +134,17 @@ pub enum Verdict {
     Yes,
     /// clears the band in the seed's direction, median beyond SIZE_FACTOR
     DirectionOnly,
-    /// touches the band around zero (Side::Within)
+    /// lies wholly inside the band around zero
     NoDifference,
     /// clears the band the other way
     Opposite,
-    /// the seed saw no difference and the interval touches the band
+    /// the seed saw no difference and the interval lies inside the band
     NoDifferenceAsSeed,
     /// the seed saw no difference and the interval clears the band
     DifferenceUnlikeSeed,
+    /// the interval straddles an edge of the band, even with the most runs
+    /// a row may take (not decided())
+    Undetermined,
 }
 
 impl Verdict {
@@ -146,6 +157,7 @@ impl Verdict {
             Verdict::Opposite => "no",
             Verdict::NoDifferenceAsSeed => "yes (no difference, as the seed)",
             Verdict::DifferenceUnlikeSeed => "no (a difference where the seed saw none)",
+            Verdict::Undetermined => "undetermined (the interval straddles the band's edge)",
         }
     }
 
@@ -158,6 +170,9 @@ impl Verdict {
 /// The verdict for a seed change @seed (in the row's unit; @seed_null: the
 /// seed reported no significant difference) given the simulated spread @s.
 pub fn verdict(seed: f64, seed_null: bool, s: &Spread) -> Verdict {
+    if !decided(s) {
+        return Verdict::Undetermined;
+    }
     let side = side(s);
     if seed_null {
         return if side == Side::Within {
@@ -225,8 +240,13 @@ mod tests {
             Verdict::DirectionOnly
         );
         assert_eq!(
-            verdict(10.0, false, &sp(1.0, -1.0, 3.0)),
+            verdict(10.0, false, &sp(0.1, -0.4, 0.5)),
             Verdict::NoDifference
+        );
+        // an interval that holds zero and reaches past the band: undecided
+        assert_eq!(
+            verdict(10.0, false, &sp(1.0, -1.0, 3.0)),
+            Verdict::Undetermined
         );
         assert_eq!(
             verdict(10.0, false, &sp(-2.0, -3.0, -1.0)),
@@ -235,8 +255,12 @@ mod tests {
         assert_eq!(verdict(-4.6, false, &sp(-10.0, -12.0, -8.0)), Verdict::Yes);
         assert_eq!(verdict(-4.6, false, &sp(3.0, 2.0, 4.0)), Verdict::Opposite);
         assert_eq!(
-            verdict(-0.3, true, &sp(-1.0, -2.0, 0.5)),
+            verdict(-0.3, true, &sp(-0.1, -0.5, 0.3)),
             Verdict::NoDifferenceAsSeed
+        );
+        assert_eq!(
+            verdict(-0.3, true, &sp(-1.0, -2.0, 0.5)),
+            Verdict::Undetermined
         );
         assert_eq!(
             verdict(-0.3, true, &sp(-4.0, -5.0, -3.0)),
@@ -251,16 +275,18 @@ mod tests {
             verdict(-0.3, true, &sp(-0.2, -0.3, -0.1)),
             Verdict::NoDifferenceAsSeed
         );
-        // off zero and reaching past the band, but not clearing it: no
-        // difference either way
+        // off zero and reaching past the band, but not clearing it: neither
+        // a difference nor its absence (base seeds 1 and 1001 once read
+        // [-1.98, -0.58] and [-1.11, -0.23] for the same row)
         assert_eq!(
             verdict(-4.5, false, &sp(-0.6, -0.8, -0.4)),
-            Verdict::NoDifference
+            Verdict::Undetermined
         );
         assert_eq!(
             verdict(1.9, false, &sp(-0.9, -1.9, -0.3)),
-            Verdict::NoDifference
+            Verdict::Undetermined
         );
+        assert!(decided(&sp(-0.5, -0.5, 0.5)) && !decided(&sp(-0.5, -0.51, 0.5)));
         // clearing it: a difference
         assert_eq!(
             verdict(-4.5, false, &sp(-0.8, -1.0, -0.6)),
