@@ -706,13 +706,17 @@ struct Outcome {
     also: Option<Spread>,
 }
 
+/// The paired changes in metric @m of runs @offs / @ons.
+fn changes(m: Metric, offs: &[Value], ons: &[Value]) -> Vec<f64> {
+    offs.iter()
+        .zip(ons)
+        .map(|(a, b)| gain(m, metric(a, m), metric(b, m)))
+        .collect()
+}
+
 /// The paired changes of claim @cl from its runs @offs / @ons.
 fn outcome(cl: &Claim, offs: Vec<Value>, ons: Vec<Value>) -> Outcome {
-    let changes: Vec<f64> = offs
-        .iter()
-        .zip(&ons)
-        .map(|(a, b)| gain(cl.metric, metric(a, cl.metric), metric(b, cl.metric)))
-        .collect();
+    let changes = changes(cl.metric, &offs, &ons);
     let spread = stats::spread(&changes);
     let mid = (0..changes.len())
         .min_by(|&i, &j| {
@@ -721,14 +725,9 @@ fn outcome(cl: &Claim, offs: Vec<Value>, ons: Vec<Value>) -> Outcome {
                 .total_cmp(&(changes[j] - spread.median).abs())
         })
         .unwrap_or(0);
-    let also = cl.also.map(|m| {
-        let ch: Vec<f64> = offs
-            .iter()
-            .zip(&ons)
-            .map(|(a, b)| gain(m, metric(a, m), metric(b, m)))
-            .collect();
-        stats::spread(&ch)
-    });
+    let also = cl
+        .also
+        .map(|m| stats::spread(&self::changes(m, &offs, &ons)));
     let seed_gain = gain(cl.metric, cl.seed_numbers.0, cl.seed_numbers.1);
     let side_median = |runs: &[Value]| median_of(runs.iter().map(|v| metric(v, cl.metric)));
     Outcome {
@@ -806,7 +805,7 @@ pub fn main(args: &crate::cli::ReportArgs) -> Result<()> {
             let (offs, ons, err) = &runs[c];
             CLAIMS[c].role != Role::Variant
                 && err.is_none()
-                && !stats::decided(&outcome(&CLAIMS[c], offs.clone(), ons.clone()).spread)
+                && !stats::decided(&stats::spread(&changes(CLAIMS[c].metric, offs, ons)))
         });
         if todo.is_empty() {
             break;
