@@ -32,6 +32,7 @@ pub const SCX_KICK_PREEMPT: u64 = 2;
 pub const SCX_PICK_IDLE_CORE: u64 = 1;
 pub const SCX_OPS_ENQ_LAST: u64 = 2;
 pub const SCX_OPS_ALLOW_QUEUED_WAKEUP: u64 = 32;
+pub const SCX_WAKE_FORK: u64 = 4;
 pub const SCX_WAKE_TTWU: u64 = 8;
 pub const SCX_WAKE_SYNC: u64 = 16;
 pub const SCX_EXIT_ERROR: i32 = 1024;

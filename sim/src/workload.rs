@@ -101,6 +101,8 @@ pub struct Hackbench {
     groups: usize,
     /// startup=1: the program's own life around its messages (Life)
     life: Option<Life>,
+    /// times a receiver blocked on an empty channel, a sender on a full one
+    blocks: [u64; 2],
 }
 
 /// The life of the hackbench (or perf bench messaging) program around the
@@ -217,6 +219,7 @@ impl Hackbench {
                 started: false,
                 at_barrier: Vec::new(),
             }),
+            blocks: [0; 2],
         }
     }
 
@@ -330,6 +333,11 @@ impl Wl for Hackbench {
         self.life.as_ref().map(|_| 0)
     }
 
+    fn wake_is_fork(&self, t: usize) -> bool {
+        // a worker's first wake is the main task's fork of it
+        self.life.as_ref().is_some_and(|l| l.phase[t] == Phase::New)
+    }
+
     fn step(&mut self, t: usize, _now: u64, wakes: &mut Vec<usize>) -> Step {
         if self.life.as_ref().is_some_and(|l| t == l.main) {
             return self.main_step(wakes);
@@ -358,6 +366,7 @@ impl Wl for Hackbench {
     fn metrics(&self, _end: u64) -> Value {
         json!({"groups": self.groups, "fds": self.fds, "loops": self.loops,
                "startup": self.life.is_some(),
+               "receiver_blocks": self.blocks[0], "sender_blocks": self.blocks[1],
                "messages": self.groups as u64 * (self.fds * self.fds) as u64 * self.loops})
     }
 }
@@ -397,6 +406,7 @@ impl Hackbench {
                 let ch = &mut self.chans[chan];
                 if ch.msgs == 0 {
                     ch.reader_waiting = Some(t);
+                    self.blocks[0] += 1;
                     return Step::Block;
                 }
                 let k = ch.msgs.min(left).min(BATCH);
@@ -425,6 +435,7 @@ impl Hackbench {
                     if ch.msgs >= ch.cap {
                         if n == 0 {
                             ch.writers_waiting.push_back(t);
+                            self.blocks[1] += 1;
                             return Step::Block;
                         }
                         break;

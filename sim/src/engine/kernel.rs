@@ -186,6 +186,15 @@ pub(super) fn start_segment(e: &mut Engine, cpu: usize) {
 
 /// try_to_wake_up(@t) from @from.
 pub(super) fn wake(e: &mut Engine, t: usize, from: usize, sync: bool) {
+    wake_as(e, t, from, sync, false);
+}
+
+/// try_to_wake_up(@t) from @from, or with @fork wake_up_new_task(): a child
+/// the task on @from just forked starts on @from's CPU (sched_fork() copies
+/// the parent's), select_cpu gets SCX_WAKE_FORK (neither TTWU nor SYNC), the
+/// parent takes the target's runqueue lock itself (no wake list) and enqueues
+/// it without SCX_ENQ_WAKEUP.
+pub(super) fn wake_as(e: &mut Engine, t: usize, from: usize, sync: bool, fork: bool) {
     if e.tasks[t].state != TState::Sleeping {
         return;
     }
@@ -193,12 +202,19 @@ pub(super) fn wake(e: &mut Engine, t: usize, from: usize, sync: bool) {
     e.set_state(t, TState::Queued);
     e.tasks[t].woken_at = Some(e.now);
     e.cpus[from].overhead += e.cfg.costs.ttwu_ns;
+    if fork && e.tasks[t].allowed[from] {
+        e.tasks[t].cpu = from;
+    }
     let prev = e.tasks[t].cpu;
     let mut cpu = prev;
     if e.tasks[t].nr_allowed > 1 {
         set_ctx(e, from, Ctx::Select { t });
         let p = e.tasks[t].p;
-        let wf = ffi::SCX_WAKE_TTWU | if sync { ffi::SCX_WAKE_SYNC } else { 0 };
+        let wf = if fork {
+            ffi::SCX_WAKE_FORK
+        } else {
+            ffi::SCX_WAKE_TTWU | if sync { ffi::SCX_WAKE_SYNC } else { 0 }
+        };
         let mut has = 0;
         let sel = e.call(|o| unsafe { (o.select_cpu)(p, prev as i32, wf, &mut has) });
         e.ctx = Ctx::None;
@@ -227,7 +243,8 @@ pub(super) fn wake(e: &mut Engine, t: usize, from: usize, sync: bool) {
     } else {
         e.m.cpu(from).llc == e.m.cpu(cpu).llc
     };
-    let queued = e.ops_flags & ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP != 0 && cpu != from && !share;
+    let queued =
+        !fork && e.ops_flags & ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP != 0 && cpu != from && !share;
     if let Some(tr) = &mut e.tracer {
         tr.wake(e.now, from, t, cpu, queued);
     }
@@ -246,7 +263,8 @@ pub(super) fn wake(e: &mut Engine, t: usize, from: usize, sync: bool) {
     }
     let hold = e.cfg.costs.rq_lock_hold_ns;
     e.lock(LockId::Rq(cpu), from, hold);
-    activate(e, t, cpu, from, ffi::SCX_ENQ_WAKEUP);
+    let enq = if fork { 0 } else { ffi::SCX_ENQ_WAKEUP };
+    activate(e, t, cpu, from, enq);
     flush_kicks(e);
 }
 
@@ -568,7 +586,8 @@ pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
     let step = e.wl.step(t, e.now, &mut wakes);
     let sync = e.wl.wakes_sync();
     for w in wakes {
-        wake(e, w, cpu, sync);
+        let fork = e.wl.wake_is_fork(w);
+        wake_as(e, w, cpu, sync, fork);
     }
     match step {
         Step::Run(ns) => {

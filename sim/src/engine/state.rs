@@ -78,6 +78,11 @@ pub trait Wl {
     fn starts_asleep(&self, _i: usize) -> bool {
         false
     }
+    /// Whether a wake of task @t the workload asks for is its fork (the
+    /// parent's fork returned: the kernel's wake_up_new_task), not a wakeup.
+    fn wake_is_fork(&self, _t: usize) -> bool {
+        false
+    }
     /// CPU task @i starts on; None: spread, one CPU after the other.
     fn start_cpu(&self, _i: usize) -> Option<usize> {
         None
