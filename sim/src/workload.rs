@@ -13,15 +13,19 @@ use std::collections::VecDeque;
 struct Chan {
     msgs: u64,
     cap: u64,
+    /// writers blocked on a full channel wake once a read leaves at most
+    /// this many messages in it (the kernel's write-space threshold)
+    space_at: u64,
     reader_waiting: Option<usize>,
     writers_waiting: VecDeque<usize>,
 }
 
 impl Chan {
-    fn new(cap: u64) -> Chan {
+    fn new(cap: u64, space_at: u64) -> Chan {
         Chan {
             msgs: 0,
             cap,
+            space_at,
             reader_waiting: None,
             writers_waiting: VecDeque::new(),
         }
@@ -175,6 +179,18 @@ impl Hackbench {
         } else {
             280
         };
+        // A writer blocked on a full channel is woken by the read that makes
+        // room, but not by every read: a unix socket's reader frees skbs, and
+        // unix_write_space() wakes the writers only once the socket is
+        // writable again, its queued bytes at most a quarter of sk_sndbuf
+        // (unix_writable(): wmem_alloc << 2 <= sndbuf); pipe_read() wakes
+        // them when the pipe was full and a page slot empties (a 4 KiB page
+        // of merged small writes).
+        let space_at = if pipe {
+            cap.saturating_sub((4096 / size.max(1)).max(1))
+        } else {
+            cap / 4
+        };
         let base = if pipe { 500 } else { 900 };
         let per_byte = size / 64;
         let mut role = Vec::new();
@@ -197,7 +213,7 @@ impl Hackbench {
         Hackbench {
             fds,
             loops,
-            chans: vec![Chan::new(cap); groups * fds],
+            chans: vec![Chan::new(cap, space_at); groups * fds],
             role,
             write_ns: base + per_byte * 20,
             read_ns: base * 4 / 5 + per_byte * 20,
@@ -387,6 +403,9 @@ impl Hackbench {
                 Effect::Take(c, k) => {
                     let ch = &mut self.chans[c];
                     ch.msgs -= k;
+                    if ch.msgs > ch.space_at {
+                        continue;
+                    }
                     while let Some(w) = ch.writers_waiting.pop_front() {
                         wakes.push(w);
                     }
