@@ -179,18 +179,13 @@ impl Hackbench {
         } else {
             280
         };
-        // A writer blocked on a full channel is woken by the read that makes
-        // room, but not by every read: a unix socket's reader frees skbs, and
-        // unix_write_space() wakes the writers only once the socket is
-        // writable again, its queued bytes at most a quarter of sk_sndbuf
-        // (unix_writable(): wmem_alloc << 2 <= sndbuf); pipe_read() wakes
-        // them when the pipe was full and a page slot empties (a 4 KiB page
-        // of merged small writes).
-        let space_at = if pipe {
-            cap.saturating_sub((4096 / size.max(1)).max(1))
-        } else {
-            cap / 4
-        };
+        // When a read wakes the writers blocked on a full channel: a unix
+        // socket's reader frees skbs, and unix_write_space() wakes them only
+        // once the socket is writable again, its queued bytes at most a
+        // quarter of sk_sndbuf (unix_writable(): wmem_alloc << 2 <= sndbuf);
+        // pipe_read() wakes them after any read that found the pipe full,
+        // which the first read after a writer blocked is.
+        let space_at = if pipe { cap } else { cap / 4 };
         let base = if pipe { 500 } else { 900 };
         let per_byte = size / 64;
         let mut role = Vec::new();
