@@ -49,6 +49,19 @@ const SHARD_PULLS: &[&str] = &[
     "cpu_pulls",
 ];
 const STEALS: &[&str] = &["steal_pulls_node", "steal_pulls_remote"];
+/// The workload whose own wakeups all go to the waker's CPU by the pair rule
+/// (perf bench sched pipe: wake_sync): what else the scheduler counts in its
+/// VM runs is the guest's, not the workload's.
+const BACKGROUND_PROBE: &str = "pipe";
+/// select_cpu outcomes that placed a task at once, the pair rule's aside.
+const WAKE_PLACED_NOT_SYNC: &[&str] = &[
+    "prev_kept",
+    "wake_l2_idle",
+    "wake_llc_idle",
+    "wake_remote_idle",
+    "wake_capacity",
+    "wake_group_part",
+];
 
 /// One row: numerator counters over denominator counters ("@wall_ns": the
 /// workload's duration). `why` explains cells off by more than the tolerance.
@@ -64,7 +77,7 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "the programs' start is modelled (startup=1: forked workers wake on idle CPUs); where the simulator is still lower, the VM's runs hold more time with an idle CPU (see time overloaded), suspect a start and an end that take longer under TCG than the model's hardware-class fork and exit (not measured)",
+        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); where the simulator is lower, the VM's count holds the guest's background (see its paragraph above), whose wakeups mostly find their previous CPU idle (prev_kept), and which the model does not run",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
@@ -76,7 +89,7 @@ const RATIOS: &[Ratio] = &[
         name: "sibling-shard pulls / pulls inside the LLC",
         num: &["shard_pulls_sibling", "shard_pulls_older"],
         den: &[SHARD_PULLS],
-        why: "not explained yet, in either model",
+        why: "the VM's share is mostly pulls of a sibling shard's head more than a slice older in vtime (shard_pulls_older), which needs the tasks' vtimes to spread by a slice: the hardware model runs the whole workload within a few slices, the TCG sim and the VM stretch it over the VM's time",
     },
     Ratio {
         name: "steals / placements",
@@ -94,13 +107,13 @@ const RATIOS: &[Ratio] = &[
         name: "migrations / placements",
         num: &["migrations"],
         den: &[PLACEMENTS],
-        why: "with --same-rq-pull off, the default on bare metal, the simulator's share moves most: the guest's pull of a task already on the CPU's runqueue shapes it; on the multi-LLC presets compare the TCG sim column",
+        why: "with --same-rq-pull off, the default on bare metal, the simulator's share moves most: the guest's pull of a task already on the CPU's runqueue shapes it; compare the TCG sim column, where the vCPU that holds the host thread takes what waits while the others stand frozen",
     },
     Ratio {
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "not explained yet, in either model; pipe agrees (the pair shares one CPU, which never dispatches empty)",
+        why: "a large part of the VM's count is the guest's background (see its paragraph above): its tasks wake on idle CPUs, which find nothing once they are done; the model does not run it; pipe's own pair shares one CPU, which never dispatches empty",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
@@ -112,7 +125,7 @@ const RATIOS: &[Ratio] = &[
         name: "time overloaded / workload time",
         num: &["overload_ns"],
         den: &[&["@wall_ns"]],
-        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: suspect the guest's own kernel threads and the scheduler's userspace queue behind the pair now and then; the model has none",
+        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: suspect the guest's background (see its paragraph above) queued behind the pair now and then; the model runs none",
     },
 ];
 
@@ -279,6 +292,10 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
             .join("; ")
     )?;
     let slowdowns = tcg_calibration(exe, dir, presets, workloads, seed)?;
+    // the background probe's VM runs and simulated runs (hardware, TCG), and
+    // every other workload's VM runs: the background paragraph
+    let mut probe: Vec<(Value, Value, Value)> = Vec::new();
+    let mut others: Vec<Value> = Vec::new();
     // every compared cell: (ratio, preset, workload, vm, sim, class), on
     // the hardware model and on the model of the VM's host thread
     let mut compared: Vec<(&str, String, String, f64, f64, Class)> = Vec::new();
@@ -309,6 +326,17 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
                 tcg["completion_time_s"].as_f64(),
             ) {
                 walls.push((name.clone(), preset.clone(), v, h, t));
+            }
+            for x in runs.iter().filter(|x| x["workload"] == name.as_str()) {
+                if name == BACKGROUND_PROBE {
+                    probe.push((
+                        x["counters"].clone(),
+                        hw["counters"].clone(),
+                        tcg["counters"].clone(),
+                    ));
+                } else {
+                    others.push(x["counters"].clone());
+                }
             }
             sims.push((hw, tcg));
         }
@@ -348,6 +376,9 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         "{}\n",
         tcg_summary(&compared, &compared_tcg, &slowdowns, &walls)
     )?;
+    if let Some(note) = background_note(&probe, &others) {
+        writeln!(md, "{note}\n")?;
+    }
     let vm_commit = vm["commit"].as_str().unwrap_or("");
     let since = scheduler_commits_since(vm_commit);
     if !since.is_empty() {
@@ -389,6 +420,84 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         )?;
     }
     Ok(())
+}
+
+/// The sum of counters @keys of @c.
+fn sum(c: &Value, keys: &[&str]) -> f64 {
+    keys.iter().map(|k| get(c, k, 0.0)).sum()
+}
+
+/// The paragraph on the guest's background: what BACKGROUND_PROBE's VM runs
+/// (@probe: VM counters with the simulated hardware and TCG counters of the
+/// same preset) count besides the workload's own pair wakeups, against the
+/// simulator's, and its share of the other workloads' VM counts (@others);
+/// None without probe runs.
+fn background_note(probe: &[(Value, Value, Value)], others: &[Value]) -> Option<String> {
+    if probe.is_empty() {
+        return None;
+    }
+    // per run: other wakeups placed at once, empty dispatches, pulls from a
+    // CPU's own queue (tasks pinned to one CPU), hand-overs in enqueue
+    let kinds: [&[&str]; 4] = [
+        WAKE_PLACED_NOT_SYNC,
+        &["dispatch_empty"],
+        &["cpu_pulls"],
+        &["insert_queued"],
+    ];
+    let med = |col: usize, k: usize| {
+        median(
+            probe
+                .iter()
+                .map(|r| sum([&r.0, &r.1, &r.2][col], kinds[k]))
+                .collect(),
+        )
+        .unwrap_or(0.0)
+    };
+    let fmt = |col: usize| {
+        (0..kinds.len())
+            .map(|k| format!("{:.0}", med(col, k)))
+            .collect::<Vec<_>>()
+    };
+    let (vm, hw, tcg) = (fmt(0), fmt(1), fmt(2));
+    // the probe's median background as a share of each other VM run's count
+    let share = |k: usize, of: &[&[&str]]| {
+        let b = med(0, k);
+        let v: Vec<f64> = others
+            .iter()
+            .map(|c| of.iter().map(|keys| sum(c, keys)).sum::<f64>())
+            .filter(|&n| n > 0.0)
+            .map(|n| (b / n).min(1.0) * 100.0)
+            .collect();
+        let (lo, hi) = span(&v);
+        (median(v).unwrap_or(0.0), lo, hi)
+    };
+    let (e, elo, ehi) = share(1, &[&["dispatch_empty"]]);
+    let (w, wlo, whi) = share(0, &[WAKE_PLACED]);
+    Some(format!(
+        "**The guest's background.** In the VM's `{BACKGROUND_PROBE}` runs, whose own wakeups \
+         the pair rule places on the waker's CPU (wake_sync), the scheduler still counted per \
+         run (median of {} runs) {} other wakeups placed at once, {} empty dispatches, {} pulls \
+         from a CPU's own queue (tasks pinned to one CPU) and {} hand-overs in enqueue; the \
+         simulated `{BACKGROUND_PROBE}` counts {}, {}, {} and {} on the hardware model ({}, {}, \
+         {} and {} on the TCG sim). Those are the guest's own tasks over the scheduler's whole \
+         load, not only the workload's time: its userspace agent, kernel threads, the harness's \
+         shell, which the simulator does not run. Against the other workloads' VM runs that \
+         count is a median {e:.0} % ({elo:.0}–{ehi:.0} %) of their empty dispatches and \
+         {w:.0} % ({wlo:.0}–{whi:.0} %) of their wakeups placed at once.",
+        probe.len(),
+        vm[0],
+        vm[1],
+        vm[2],
+        vm[3],
+        hw[0],
+        hw[1],
+        hw[2],
+        hw[3],
+        tcg[0],
+        tcg[1],
+        tcg[2],
+        tcg[3],
+    ))
 }
 
 /// The sentence that counts the compared cells by class, and the share of
@@ -645,6 +754,38 @@ mod tests {
             s.contains(
                 "w VM 4.500–5.000 s, host-thread model 4.600–4.700 s, hardware model 0.100–0.200 s"
             ),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn the_background_note_counts_what_the_pair_workload_does_not_make() {
+        let vm = json!({"wake_sync": 1000, "prev_kept": 60, "wake_llc_idle": 10,
+                        "dispatch_empty": 100, "cpu_pulls": 30, "insert_queued": 50});
+        let hw = json!({"wake_sync": 1000, "prev_kept": 2, "dispatch_empty": 4});
+        let tcg = json!({"wake_sync": 1000, "prev_kept": 3, "dispatch_empty": 5});
+        let other = json!({"dispatch_empty": 200, "prev_kept": 100, "wake_sync": 40});
+        assert_eq!(background_note(&[], &[other.clone()]), None);
+        let s = background_note(&[(vm, hw, tcg)], &[other]).unwrap();
+        assert!(
+            s.contains(
+                "(median of 1 runs) 70 other wakeups placed at once, 100 empty \
+                        dispatches, 30 pulls"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("and 50 hand-overs in enqueue"), "{s}");
+        assert!(
+            s.contains("counts 2, 4, 0 and 0 on the hardware model (3, 5, 0 and 0"),
+            "{s}"
+        );
+        // 100 of 200 empty dispatches, 70 of 140 wakeups placed at once
+        assert!(
+            s.contains("a median 50 % (50–50 %) of their empty dispatches"),
+            "{s}"
+        );
+        assert!(
+            s.contains("50 % (50–50 %) of their wakeups placed at once"),
             "{s}"
         );
     }
