@@ -53,6 +53,10 @@ const STEALS: &[&str] = &["steal_pulls_node", "steal_pulls_remote"];
 /// (perf bench sched pipe: wake_sync): what else the scheduler counts in its
 /// VM runs is the guest's, not the workload's.
 const BACKGROUND_PROBE: &str = "pipe";
+/// The preset whose BACKGROUND_PROBE runs give the background's rates (its
+/// pipe cells are all trivial, so the fit decides no compared cell there);
+/// every other cell tests them.
+const BACKGROUND_PRESET: &str = "2node";
 /// select_cpu outcomes that placed a task at once, the pair rule's aside.
 const WAKE_PLACED_NOT_SYNC: &[&str] = &[
     "prev_kept",
@@ -77,7 +81,7 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); where the simulator is lower, the VM's count holds the guest's background (see its paragraph above), whose wakeups mostly find their previous CPU idle (prev_kept), and which the model does not run",
+        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's count also holds the guest's background (see its paragraph above), whose wakeups mostly find their previous CPU idle (prev_kept); the simulator runs it before the workload only, so where it is lower, suspect the background's wakeups during the workload and a start and an end that take longer under TCG than the model's fork and exit (not measured)",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
@@ -113,7 +117,7 @@ const RATIOS: &[Ratio] = &[
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "a large part of the VM's count is the guest's background (see its paragraph above): its tasks wake on idle CPUs, which find nothing once they are done; the model does not run it; pipe's own pair shares one CPU, which never dispatches empty",
+        why: "a large part of the VM's count is the guest's background (see its paragraph above): its tasks wake on idle CPUs, which find nothing once they are done; the simulator runs it before the workload only (not among the workload's idle moments); pipe's own pair shares one CPU, which never dispatches empty",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
@@ -125,7 +129,7 @@ const RATIOS: &[Ratio] = &[
         name: "time overloaded / workload time",
         num: &["overload_ns"],
         den: &[&["@wall_ns"]],
-        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: suspect the guest's background (see its paragraph above) queued behind the pair now and then; the model runs none",
+        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: suspect the guest's background (see its paragraph above) queued behind the pair now and then; the simulator runs it before the workload only",
     },
 ];
 
@@ -291,7 +295,12 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
             .collect::<Vec<_>>()
             .join("; ")
     )?;
-    let slowdowns = tcg_calibration(exe, dir, presets, workloads, seed)?;
+    let bg = background_fit(presets);
+    let bg_opts = bg
+        .as_ref()
+        .map(|b| format!(",{}", b.opts()))
+        .unwrap_or_default();
+    let slowdowns = tcg_calibration(exe, dir, presets, workloads, seed, &bg_opts)?;
     // the background probe's VM runs and simulated runs (hardware, TCG), and
     // every other workload's VM runs: the background paragraph
     let mut probe: Vec<(Value, Value, Value)> = Vec::new();
@@ -315,16 +324,14 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         writeln!(md)?;
         let mut sims = Vec::new();
         for (name, w) in workloads {
-            let workload = w["sim"].as_str().unwrap_or("");
+            let workload = format!("{}{bg_opts}", w["sim"].as_str().unwrap_or(""));
+            let workload = workload.as_str();
             let hw = simulate(exe, dir, preset, workload, seed, &[])?;
             let cost = [format!("tcg_slowdown={:.3}", slowdowns[name])];
             let tcg = simulate(exe, dir, preset, workload, seed, &cost)?;
             let vm_wall = median(vm_walls(runs, name));
-            if let (Some(v), Some(h), Some(t)) = (
-                vm_wall,
-                hw["completion_time_s"].as_f64(),
-                tcg["completion_time_s"].as_f64(),
-            ) {
+            if let (Some(v), Some(h), Some(t)) = (vm_wall, workload_time(&hw), workload_time(&tcg))
+            {
                 walls.push((name.clone(), preset.clone(), v, h, t));
             }
             for x in runs.iter().filter(|x| x["workload"] == name.as_str()) {
@@ -358,7 +365,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
                 };
                 write!(md, " {vm_cell} |")?;
                 for (sim, cells) in [(hw, &mut compared), (tcg, &mut compared_tcg)] {
-                    let wall = sim["completion_time_s"].as_f64().unwrap_or(0.0) * 1e9;
+                    let wall = workload_time(sim).unwrap_or(0.0) * 1e9;
                     let sim_val = ratio(r, &sim["counters"], wall);
                     if let (Some(v), Some(s)) = (vm_med, sim_val) {
                         cells.push((r.name, preset.clone(), name.clone(), v, s, classify(v, s)));
@@ -376,7 +383,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         "{}\n",
         tcg_summary(&compared, &compared_tcg, &slowdowns, &walls)
     )?;
-    if let Some(note) = background_note(&probe, &others) {
+    if let Some(note) = background_note(&probe, &others, bg.as_ref()) {
         writeln!(md, "{note}\n")?;
     }
     let vm_commit = vm["commit"].as_str().unwrap_or("");
@@ -422,6 +429,90 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     Ok(())
 }
 
+/// The guest's background as the simulator runs it (workload.rs,
+/// Background), fitted on BACKGROUND_PRESET's BACKGROUND_PROBE runs.
+struct BackgroundFit {
+    /// the scheduler's load outside the workload, ms: scx_mosaic's
+    /// runtime_s less the workload's wall time (an upper bound: it also
+    /// holds the BPF's loading), median
+    ms: u64,
+    /// the period of the unbound kernel thread and of each CPU's, us
+    unbound_us: u64,
+    percpu_us: u64,
+    /// what it reproduces there per run: wakeups that select_cpu placed
+    /// other than by the pair rule, pulls from a CPU's own queue
+    wakeups: f64,
+    pinned: f64,
+}
+
+impl BackgroundFit {
+    /// The workload options that run it.
+    fn opts(&self) -> String {
+        format!(
+            "bg_ms={},bg_unbound_us={},bg_percpu_us={}",
+            self.ms, self.unbound_us, self.percpu_us
+        )
+    }
+}
+
+/// The background that makes the probe's runs on BACKGROUND_PRESET count
+/// what its VM runs count besides the workload's pair wakeups: over the
+/// load's time outside the workload, the agent's wakeups (one per
+/// AGENT_PERIOD_NS), an unbound kernel thread's for the rest of those
+/// wakeups, a thread on each CPU for the pulls from CPUs' own queues (the
+/// probe's own time is left to the pair: a per-run fit). None without runs.
+fn background_fit(presets: &serde_json::Map<String, Value>) -> Option<BackgroundFit> {
+    let runs: Vec<&Value> = presets
+        .get(BACKGROUND_PRESET)?
+        .as_array()?
+        .iter()
+        .filter(|x| x["workload"] == BACKGROUND_PROBE)
+        .collect();
+    let wakeups = median(
+        runs.iter()
+            .map(|x| {
+                sum(&x["counters"], WAKE_PLACED_NOT_SYNC) + get(&x["counters"], "wake_busy", 0.0)
+            })
+            .collect(),
+    )?;
+    let pinned = median(
+        runs.iter()
+            .map(|x| get(&x["counters"], "cpu_pulls", 0.0))
+            .collect(),
+    )?;
+    let outside = median(
+        runs.iter()
+            .map(|x| get(&x["counters"], "runtime_s", 0.0) - x["wall_s"].as_f64().unwrap_or(0.0))
+            .collect(),
+    )?;
+    if outside <= 0.0 {
+        return None;
+    }
+    let agent = outside * 1e9 / crate::workload::AGENT_PERIOD_NS as f64;
+    let nr_cpus = crate::machine::Machine::preset(BACKGROUND_PRESET)
+        .ok()?
+        .nr_cpus() as f64;
+    Some(BackgroundFit {
+        ms: (outside * 1e3).round() as u64,
+        unbound_us: (outside * 1e6 / (wakeups - agent).max(1.0)).round() as u64,
+        percpu_us: if pinned > 0.0 {
+            (outside * 1e6 * nr_cpus / pinned).round() as u64
+        } else {
+            0
+        },
+        wakeups,
+        pinned,
+    })
+}
+
+/// The workload's own time of simulated run @sim, s: the run's, less the
+/// background's time before it.
+fn workload_time(sim: &Value) -> Option<f64> {
+    sim["workload"]["workload_time_s"]
+        .as_f64()
+        .or_else(|| sim["completion_time_s"].as_f64())
+}
+
 /// The sum of counters @keys of @c.
 fn sum(c: &Value, keys: &[&str]) -> f64 {
     keys.iter().map(|k| get(c, k, 0.0)).sum()
@@ -432,7 +523,11 @@ fn sum(c: &Value, keys: &[&str]) -> f64 {
 /// same preset) count besides the workload's own pair wakeups, against the
 /// simulator's, and its share of the other workloads' VM counts (@others);
 /// None without probe runs.
-fn background_note(probe: &[(Value, Value, Value)], others: &[Value]) -> Option<String> {
+fn background_note(
+    probe: &[(Value, Value, Value)],
+    others: &[Value],
+    fit: Option<&BackgroundFit>,
+) -> Option<String> {
     if probe.is_empty() {
         return None;
     }
@@ -473,6 +568,26 @@ fn background_note(probe: &[(Value, Value, Value)], others: &[Value]) -> Option<
     };
     let (e, elo, ehi) = share(1, &[&["dispatch_empty"]]);
     let (w, wlo, whi) = share(0, &[WAKE_PLACED]);
+    let model = match fit {
+        Some(f) => format!(
+            "The simulator runs such a background before the workload, in both models: for \
+             {:.2} s (`{BACKGROUND_PRESET}`'s pipe runs' median of scx_mosaic's runtime_s less \
+             the workload's wall time, the load outside the workload, its BPF's loading \
+             included) scx_mosaic's agent wakes every {} ms (scheduler/src/main.rs), an \
+             unbound kernel thread every {:.1} ms, woken by each CPU in turn, and a kernel \
+             thread on each CPU every {:.0} ms, periods fitted so that `{BACKGROUND_PRESET}`'s \
+             pipe run counts the {:.0} other wakeups and {:.0} pulls from CPUs' own queues \
+             per run of its VM runs (its pipe cells are all trivial; every other cell tests \
+             the fit); its wakeups during the workload are left out.",
+            f.ms as f64 / 1e3,
+            crate::workload::AGENT_PERIOD_NS / 1_000_000,
+            f.unbound_us as f64 / 1e3,
+            f.percpu_us as f64 / 1e3,
+            f.wakeups,
+            f.pinned,
+        ),
+        None => "The simulator runs none.".to_string(),
+    };
     Some(format!(
         "**The guest's background.** In the VM's `{BACKGROUND_PROBE}` runs, whose own wakeups \
          the pair rule places on the waker's CPU (wake_sync), the scheduler still counted per \
@@ -481,9 +596,9 @@ fn background_note(probe: &[(Value, Value, Value)], others: &[Value]) -> Option<
          simulated `{BACKGROUND_PROBE}` counts {}, {}, {} and {} on the hardware model ({}, {}, \
          {} and {} on the TCG sim). Those are the guest's own tasks over the scheduler's whole \
          load, not only the workload's time: its userspace agent, kernel threads, the harness's \
-         shell, which the simulator does not run. Against the other workloads' VM runs that \
-         count is a median {e:.0} % ({elo:.0}–{ehi:.0} %) of their empty dispatches and \
-         {w:.0} % ({wlo:.0}–{whi:.0} %) of their wakeups placed at once.",
+         shell. Against the other workloads' VM runs that count is a median {e:.0} % \
+         ({elo:.0}–{ehi:.0} %) of their empty dispatches and {w:.0} % ({wlo:.0}–{whi:.0} %) \
+         of their wakeups placed at once. {model}",
         probe.len(),
         vm[0],
         vm[1],
@@ -567,6 +682,7 @@ fn tcg_calibration(
     presets: &serde_json::Map<String, Value>,
     workloads: &serde_json::Map<String, Value>,
     seed: u64,
+    bg_opts: &str,
 ) -> Result<std::collections::BTreeMap<String, f64>> {
     let mut out = std::collections::BTreeMap::new();
     let runs = presets
@@ -576,10 +692,10 @@ fn tcg_calibration(
     for (name, w) in workloads {
         let mut slowdown = 1.0;
         if let Some(vm) = median(vm_walls(runs, name)) {
-            let workload = w["sim"].as_str().unwrap_or("");
+            let workload = format!("{}{bg_opts}", w["sim"].as_str().unwrap_or(""));
             let one = ["tcg_slowdown=1".to_string()];
-            let sim = simulate(exe, dir, CALIBRATION_PRESET, workload, seed, &one)?;
-            if let Some(t) = sim["completion_time_s"].as_f64().filter(|t| *t > 0.0) {
+            let sim = simulate(exe, dir, CALIBRATION_PRESET, &workload, seed, &one)?;
+            if let Some(t) = workload_time(&sim).filter(|t| *t > 0.0) {
                 slowdown = (vm / t).max(1.0);
             }
         }
@@ -765,8 +881,11 @@ mod tests {
         let hw = json!({"wake_sync": 1000, "prev_kept": 2, "dispatch_empty": 4});
         let tcg = json!({"wake_sync": 1000, "prev_kept": 3, "dispatch_empty": 5});
         let other = json!({"dispatch_empty": 200, "prev_kept": 100, "wake_sync": 40});
-        assert_eq!(background_note(&[], &[other.clone()]), None);
-        let s = background_note(&[(vm, hw, tcg)], &[other]).unwrap();
+        assert_eq!(
+            background_note(&[], std::slice::from_ref(&other), None),
+            None
+        );
+        let s = background_note(&[(vm, hw, tcg)], &[other], None).unwrap();
         assert!(
             s.contains(
                 "(median of 1 runs) 70 other wakeups placed at once, 100 empty \
@@ -787,6 +906,31 @@ mod tests {
         assert!(
             s.contains("50 % (50–50 %) of their wakeups placed at once"),
             "{s}"
+        );
+    }
+
+    #[test]
+    fn the_background_is_fitted_on_its_preset_s_probe_runs() {
+        let run = |prev: u64, pulls: u64, runtime: f64| {
+            json!({"workload": BACKGROUND_PROBE, "wall_s": 0.5,
+                   "counters": {"wake_sync": 40000, "prev_kept": prev, "wake_llc_idle": 10,
+                                "cpu_pulls": pulls, "runtime_s": runtime}})
+        };
+        let mut presets = serde_json::Map::new();
+        assert!(background_fit(&presets).is_none());
+        presets.insert(
+            BACKGROUND_PRESET.into(),
+            json!([run(50, 20, 2.0), run(70, 24, 2.5), run(90, 40, 3.0)]),
+        );
+        let f = background_fit(&presets).unwrap();
+        // 2 s outside the workload; 80 wakeups, 40 of them the agent's (one
+        // per 50 ms), 40 the unbound thread's: one per 50 ms too; 24 pulls
+        // from the 8 CPUs' own queues: one per 2 / 3 s on each
+        assert_eq!((f.ms, f.wakeups, f.pinned), (2000, 80.0, 24.0));
+        assert_eq!((f.unbound_us, f.percpu_us), (50_000, 666_667));
+        assert_eq!(
+            f.opts(),
+            "bg_ms=2000,bg_unbound_us=50000,bg_percpu_us=666667"
         );
     }
 

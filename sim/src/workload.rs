@@ -65,7 +65,7 @@ impl Opts {
 
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do)"),
-    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU)"),
+    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
     ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs 100 us every probe_ms: its waits),pinned=0 (1: each group's loop i pinned to CPU i mod the CPUs, as taskset -c does)"),
@@ -74,15 +74,195 @@ pub const WORKLOADS: &[(&str, &str)] = &[
 
 pub fn make(name: &str, opts: &str, nr_cpus: usize) -> Result<Box<dyn Wl>> {
     let o = Opts::parse(opts);
+    let inner = make_inner(name, &o, nr_cpus)?;
+    Ok(match o.get("bg_ms", 0) {
+        0 => inner,
+        // their metrics read the run's end as their own duration
+        _ if !matches!(name, "hackbench" | "pipe") => {
+            bail!("bg_ms: only hackbench and pipe run after a background")
+        }
+        _ => Box::new(Background::new(inner, &o, nr_cpus)),
+    })
+}
+
+/// The workload @name alone, without the machine's background.
+fn make_inner(name: &str, o: &Opts, nr_cpus: usize) -> Result<Box<dyn Wl>> {
     Ok(match name {
-        "hackbench" => Box::new(Hackbench::new(&o)),
-        "pipe" => Box::new(PingPong::new(&o)),
-        "rr" => Box::new(Rr::new(&o, nr_cpus)),
-        "memgroups" => Box::new(MemGroups::new(&o)),
-        "schbench" => Box::new(Schbench::new(&o)),
-        "hogs" => Box::new(Hogs::new(&o, nr_cpus)?),
+        "hackbench" => Box::new(Hackbench::new(o)),
+        "pipe" => Box::new(PingPong::new(o)),
+        "rr" => Box::new(Rr::new(o, nr_cpus)),
+        "memgroups" => Box::new(MemGroups::new(o)),
+        "schbench" => Box::new(Schbench::new(o)),
+        "hogs" => Box::new(Hogs::new(o, nr_cpus)?),
         _ => bail!("unknown workload {name:?} (--list-workloads)"),
     })
+}
+
+// ---------------------------------------------------------------- background
+
+/// The period of scx_mosaic's own agent: its main loop waits for the stats
+/// server (or sleeps) this long per round (scheduler/src/main.rs,
+/// Scheduler::run's tick), on bare metal and in the VM alike.
+pub const AGENT_PERIOD_NS: u64 = 50_000_000;
+/// CPU time of one round of the agent (its stats-server poll and one per-CPU
+/// counter read) and of one kernel thread's run: small fixed costs of the
+/// order of a few syscalls (not measured).
+const AGENT_RUN_NS: u64 = 20_000;
+const KTHREAD_RUN_NS: u64 = 10_000;
+
+/// A workload run as a scheduler's counters see it on a live system
+/// (bg_ms=T > 0): the scheduler is loaded for T before the workload starts,
+/// and what the machine runs meanwhile passes through it too. scx_mosaic's
+/// own agent wakes every AGENT_PERIOD_NS; kernel threads not bound to a CPU
+/// (RCU's grace-period thread, unbound kworkers: one task here, woken by
+/// work each CPU in turn queues) every bg_unbound_us, and one thread bound
+/// to each CPU (kworker/N, which waits on that CPU's own queue) every
+/// bg_percpu_us; each runs a moment and sleeps again. The workload's tasks
+/// start at T, when the background has stopped: its wakeups during the
+/// workload, which would mostly queue behind the workload, are left out
+/// (they would add a few to a workload's thousands of wakeups). The
+/// workload's own time is the run's less T (workload_time_s). The fidelity
+/// report derives T and the periods from the VM's counters (fidelity.rs).
+pub struct Background {
+    inner: Box<dyn Wl>,
+    /// the workload's tasks come first, then the agent, the unbound
+    /// thread and the per-CPU ones
+    n: usize,
+    nr_cpus: usize,
+    /// when the workload starts
+    start_ns: u64,
+    unbound_ns: u64,
+    percpu_ns: u64,
+    /// per background task: whether its last step was its run
+    ran: Vec<bool>,
+    /// the CPU whose work woke the unbound thread last
+    queued_from: usize,
+}
+
+impl Background {
+    fn new(inner: Box<dyn Wl>, o: &Opts, nr_cpus: usize) -> Background {
+        let n = inner.tasks().len();
+        Background {
+            inner,
+            n,
+            nr_cpus,
+            start_ns: o.get("bg_ms", 0) * 1_000_000,
+            unbound_ns: o.get("bg_unbound_us", 0) * 1000,
+            percpu_ns: o.get("bg_percpu_us", 0) * 1000,
+            ran: vec![false; 2 + nr_cpus],
+            queued_from: 0,
+        }
+    }
+
+    /// Background task @b's period (0: it never wakes).
+    fn period(&self, b: usize) -> u64 {
+        match b {
+            0 => AGENT_PERIOD_NS,
+            1 => self.unbound_ns,
+            _ => self.percpu_ns,
+        }
+    }
+}
+
+impl Wl for Background {
+    fn tasks(&self) -> Vec<TaskSpec> {
+        let mut v = self.inner.tasks();
+        v.push(TaskSpec::simple("scx_mosaic", 64 << 10));
+        v.push(TaskSpec::simple("kthread-unbound", 16 << 10));
+        for c in 0..self.nr_cpus {
+            let mut k = TaskSpec::simple(&format!("kworker/{c}"), 16 << 10);
+            k.cpus = Some(vec![c]);
+            v.push(k);
+        }
+        v
+    }
+    fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
+        if t < self.n {
+            return self.inner.step(t, now, wakes);
+        }
+        let b = t - self.n;
+        self.ran[b] = !self.ran[b];
+        if !self.ran[b] {
+            // it ran: sleep, unless its next wake falls in the workload's time
+            let p = self.period(b);
+            return if now + p < self.start_ns {
+                Step::Sleep(p)
+            } else {
+                Step::Exit
+            };
+        }
+        Step::Run(if b == 0 { AGENT_RUN_NS } else { KTHREAD_RUN_NS })
+    }
+    fn done(&self) -> bool {
+        self.inner.done()
+    }
+    fn metrics(&self, end: u64) -> Value {
+        let mut m = self.inner.metrics(end.saturating_sub(self.start_ns));
+        if let Some(o) = m.as_object_mut() {
+            o.insert(
+                "workload_time_s".into(),
+                json!(end.saturating_sub(self.start_ns) as f64 / 1e9),
+            );
+        }
+        m
+    }
+    fn first_cpu(&self) -> usize {
+        self.inner.first_cpu()
+    }
+    fn wakes_sync(&self) -> bool {
+        self.inner.wakes_sync()
+    }
+    fn wake_is_fork(&self, t: usize) -> bool {
+        t < self.n && self.inner.wake_is_fork(t)
+    }
+    fn starts_asleep(&self, t: usize) -> bool {
+        t >= self.n || self.inner.starts_asleep(t)
+    }
+    fn first_wake_ns(&self, t: usize) -> Option<u64> {
+        if t < self.n {
+            // the workload's tasks that would start at once start at T
+            return match self.inner.first_wake_ns(t) {
+                Some(at) => Some(self.start_ns + at),
+                None if self.inner.starts_asleep(t) => None,
+                None => Some(self.start_ns),
+            };
+        }
+        // each background task first wakes at a point of its period, spread
+        // over them, if that is before the workload
+        let b = t - self.n;
+        let p = self.period(b);
+        let at = p * (b as u64 + 1) / (self.nr_cpus as u64 + 3);
+        (p > 0 && at < self.start_ns).then_some(at)
+    }
+    fn sleep_waker(&mut self, t: usize) -> Option<usize> {
+        if t < self.n {
+            return self.inner.sleep_waker(t);
+        }
+        if t != self.n + 1 {
+            return None;
+        }
+        // the unbound thread's work is queued by whichever CPU needs it done
+        // (a callback, a deferred free): each CPU in turn
+        self.queued_from = (self.queued_from + 1) % self.nr_cpus;
+        Some(self.queued_from)
+    }
+    fn start_cpu(&self, t: usize) -> Option<usize> {
+        if t < self.n {
+            return self.inner.start_cpu(t);
+        }
+        let b = t - self.n;
+        Some(if b >= 2 {
+            b - 2
+        } else {
+            (b + 1) % self.nr_cpus
+        })
+    }
+    fn cgroup_weights(&self) -> Vec<u32> {
+        self.inner.cgroup_weights()
+    }
+    fn cgroup_parents(&self) -> Vec<usize> {
+        self.inner.cgroup_parents()
+    }
 }
 
 // ---------------------------------------------------------------- hackbench
@@ -1116,5 +1296,57 @@ impl Wl for Schbench {
     fn metrics(&self, end: u64) -> Value {
         json!({"requests": self.lat.len(), "rps": self.lat.len() as f64 / (end as f64 / 1e9),
                "request_latency_ns": crate::engine::percentiles(&self.lat), "sleep_ns": self.sleep})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs task @t of @w one step; the tasks it wakes.
+    fn step(w: &mut Hackbench, t: usize) -> (Step, Vec<usize>) {
+        let mut wakes = Vec::new();
+        let s = w.step(t, 0, &mut wakes);
+        (s, wakes)
+    }
+
+    #[test]
+    fn a_socket_writer_wakes_when_a_quarter_of_the_buffer_is_left() {
+        // one receiver (task 0), one sender (task 1), a 280-message socket
+        let mut w = Hackbench::new(&Opts::parse("groups=1,fds=1,loops=1000"));
+        let mut sent = 0;
+        loop {
+            match step(&mut w, 1).0 {
+                Step::Run(ns) => sent += ns / w.write_ns,
+                Step::Block => break,
+                s => panic!("sender: {s:?}"),
+            }
+        }
+        assert_eq!(sent, 280);
+        // the reader's batches of 24: the sender wakes at the end of the
+        // batch that leaves at most 70 (280 / 4), not before
+        let mut left = 280;
+        loop {
+            let (s, wakes) = step(&mut w, 0);
+            if wakes.contains(&1) {
+                assert!(left <= 70 && left + 24 > 70, "woken with {left} left");
+                break;
+            }
+            assert!(wakes.is_empty(), "{wakes:?}");
+            if let Step::Run(ns) = s {
+                left -= ns / w.read_ns;
+            }
+        }
+    }
+
+    #[test]
+    fn a_pipe_writer_wakes_at_the_next_read() {
+        // 400-byte messages: 163 fill the 64 KiB pipe
+        let mut w = Hackbench::new(&Opts::parse("groups=1,fds=1,loops=1000,mode=pipe,size=400"));
+        while step(&mut w, 1).0 != Step::Block {}
+        let (s, wakes) = step(&mut w, 0);
+        assert!(matches!(s, Step::Run(_)) && wakes.is_empty());
+        // the read's end wakes the writer
+        assert_eq!(step(&mut w, 0).1, vec![1]);
     }
 }

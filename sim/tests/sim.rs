@@ -613,3 +613,46 @@ fn the_vms_host_thread_runs_one_vcpu_at_a_time() {
         );
     }
 }
+
+#[test]
+fn the_background_runs_before_the_workload_and_leaves_its_time_alone() {
+    // pipe's pair alone makes only sync wakeups; with 0.5 s of background
+    // before it the agent (every 50 ms), an unbound thread (every 10 ms)
+    // and each CPU's (every 100 ms) wake on the idle machine
+    let pipe = "pipe:pairs=1,loops=2000";
+    let (ok, bare) = sim("bg-off", &["--machine", "2node", "--workload", pipe]);
+    assert!(ok);
+    let bg = format!("{pipe},bg_ms=500,bg_unbound_us=10000,bg_percpu_us=100000");
+    let (ok, j) = sim("bg-on", &["--machine", "2node", "--workload", &bg]);
+    assert!(ok, "{} {}", j["exit"], j["invariants"]);
+    assert_eq!(j["completed"], true);
+    let own = j["workload"]["workload_time_s"].as_f64().unwrap();
+    let whole = j["completion_time_s"].as_f64().unwrap();
+    let alone = bare["completion_time_s"].as_f64().unwrap();
+    assert!(
+        (whole - own - 0.5).abs() < 1e-9,
+        "{whole} s in all, {own} s its own"
+    );
+    assert!(
+        (own - alone).abs() <= 0.01 * alone,
+        "{own} s with, {alone} s without"
+    );
+    let ops = |j: &Value| j["workload"]["ops_per_sec"].as_f64().unwrap();
+    assert!((ops(&j) - ops(&bare)).abs() <= 0.01 * ops(&bare));
+    // the agent's 10 and the unbound thread's 50 wakeups find their CPU
+    // idle, less the last few whose period would end past 0.5 s
+    let placed = counter(&j, "prev_kept") - counter(&bare, "prev_kept");
+    assert!(
+        (55..=60).contains(&placed),
+        "{placed} background wakeups placed"
+    );
+    // the CPUs' own threads (8 x 5) wait on their CPUs' own queues
+    assert!(
+        (32..=40).contains(&counter(&j, "cpu_pulls")),
+        "{}",
+        j["counters"]
+    );
+    assert_eq!(counter(&bare, "cpu_pulls"), 0);
+    // each leaves its CPU idle again
+    assert!(counter(&j, "dispatch_empty") >= counter(&bare, "dispatch_empty") + 80);
+}

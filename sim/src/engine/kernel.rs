@@ -660,6 +660,48 @@ mod tests {
         e
     }
 
+    static SEEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    /// select_cpu that records its wake flags and prev, and picks CPU 6.
+    unsafe extern "C" fn select_6_seen(
+        _p: *mut task_struct,
+        prev: i32,
+        wake_flags: u64,
+        has: *mut i32,
+    ) -> i32 {
+        SEEN.store(
+            wake_flags << 8 | prev as u64,
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        *has = 1;
+        6
+    }
+
+    #[test]
+    fn a_fork_is_placed_from_the_parents_cpu_without_the_wake_list() {
+        // 2node: CPU 1 (the parent's) and CPU 6 share no LLC, so a wakeup
+        // from 1 to 6 would be queued on 6's wake list
+        let mut e = with_tasks(
+            "2node",
+            vec![(3, vec![Step::Run(1000)]), (3, vec![Step::Run(1000)])],
+        );
+        e.ops.select_cpu = select_6_seen;
+        e.ops_flags |= ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+        wake_as(&mut e, 0, 1, true, true);
+        let seen = SEEN.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!((seen >> 8, seen & 0xff), (ffi::SCX_WAKE_FORK, 1));
+        assert_eq!(e.wakeups_queued, 0);
+        assert_eq!(e.tasks[0].cpu, 6);
+        // a wakeup of the other: TTWU | SYNC from its previous CPU, queued
+        wake_as(&mut e, 1, 1, true, false);
+        let seen = SEEN.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            (seen >> 8, seen & 0xff),
+            (ffi::SCX_WAKE_TTWU | ffi::SCX_WAKE_SYNC, 3)
+        );
+        assert_eq!(e.wakeups_queued, 1);
+    }
+
     #[test]
     fn a_wakeup_to_an_idle_cpu_runs_the_task_there() {
         let mut e = with_tasks("1llc", vec![(2, vec![Step::Run(1_000_000)])]);

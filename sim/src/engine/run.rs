@@ -49,7 +49,9 @@ impl Engine {
         let nt = self.tasks.len();
         for t in 0..nt {
             self.tasks[t].state = TState::Sleeping;
-            if !self.wl.starts_asleep(t) {
+            if let Some(at) = self.wl.first_wake_ns(t) {
+                self.push(at, Ev::TimerWake { t });
+            } else if !self.wl.starts_asleep(t) {
                 let cpu = self.tasks[t].cpu;
                 wake(self, t, cpu, false);
             }
@@ -244,7 +246,10 @@ pub(super) fn on_event(e: &mut Engine, ev: Ev) {
             }
         },
         Ev::TimerWake { t } => {
-            let from = e.tasks[t].cpu;
+            let from = match e.wl.sleep_waker(t) {
+                Some(c) if c < e.cpus.len() => c,
+                _ => e.tasks[t].cpu,
+            };
             wake(e, t, from, false);
         }
         Ev::TtwuPending { cpu, t, from: _ } => {

@@ -83,6 +83,16 @@ pub trait Wl {
     fn wake_is_fork(&self, _t: usize) -> bool {
         false
     }
+    /// Task @i's first wake is a timer's, this many ns into the run (a task
+    /// asleep when the run starts); None: starts_asleep decides.
+    fn first_wake_ns(&self, _i: usize) -> Option<u64> {
+        None
+    }
+    /// The CPU whose interrupt or work wakes task @t when its sleep ends;
+    /// None: its own (a timer armed where it slept fires there).
+    fn sleep_waker(&mut self, _t: usize) -> Option<usize> {
+        None
+    }
     /// CPU task @i starts on; None: spread, one CPU after the other.
     fn start_cpu(&self, _i: usize) -> Option<usize> {
         None
