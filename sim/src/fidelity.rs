@@ -93,7 +93,7 @@ const RATIOS: &[Ratio] = &[
         name: "sibling-shard pulls / pulls inside the LLC",
         num: &["shard_pulls_sibling", "shard_pulls_older"],
         den: &[SHARD_PULLS],
-        why: "the VM's share is mostly pulls of a sibling shard's head more than a slice older in vtime (shard_pulls_older), which needs the tasks' vtimes to spread by a slice: the hardware model runs the whole workload within a few slices, the TCG sim and the VM stretch it over the VM's time",
+        why: "in hackbench and messaging the VM's share is mostly pulls of a sibling shard's head more than a slice older in vtime (shard_pulls_older), which needs the tasks' vtimes to spread by a slice: the hardware model runs the whole workload within a few slices and makes none, the TCG sim and the VM stretch it over the VM's time; pipe's few in the VM are the background's, whose pinned threads' pulls (cpu_pulls) the simulator counts in the denominator too",
     },
     Ratio {
         name: "steals / placements",
@@ -117,7 +117,7 @@ const RATIOS: &[Ratio] = &[
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "a large part of the VM's count is the guest's background (see its paragraph above): its tasks wake on idle CPUs, which find nothing once they are done; the simulator runs it before the workload only (not among the workload's idle moments); pipe's own pair shares one CPU, which never dispatches empty",
+        why: "a large part of the VM's count is the guest's background (see its paragraph above): its tasks wake on idle CPUs, which find nothing once they are done; the simulator runs it before the workload. Where a model is higher, its own CPUs found nothing more often during the workload than the VM's; where it is lower, less often (the background's wakeups during the workload, left out, are one candidate); pipe's own pair shares one CPU, which never dispatches empty",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
@@ -575,10 +575,11 @@ fn background_note(
              the workload's wall time, the load outside the workload, its BPF's loading \
              included) scx_mosaic's agent wakes every {} ms (scheduler/src/main.rs), an \
              unbound kernel thread every {:.1} ms, woken by each CPU in turn, and a kernel \
-             thread on each CPU every {:.0} ms, periods fitted so that `{BACKGROUND_PRESET}`'s \
-             pipe run counts the {:.0} other wakeups and {:.0} pulls from CPUs' own queues \
-             per run of its VM runs (its pipe cells are all trivial; every other cell tests \
-             the fit); its wakeups during the workload are left out.",
+             thread on each CPU every {:.0} ms: periods that spread over that time the {:.0} \
+             other wakeups and {:.0} pulls from CPUs' own queues per run of \
+             `{BACKGROUND_PRESET}`'s VM pipe runs, agent's included (a fit on that preset, \
+             whose pipe cells are all trivial; every other cell tests it); its wakeups during \
+             the workload are left out.",
             f.ms as f64 / 1e3,
             crate::workload::AGENT_PERIOD_NS / 1_000_000,
             f.unbound_us as f64 / 1e3,
