@@ -481,45 +481,54 @@ static __always_inline bool steal_scan(s32 cpu)
 
 /*
  * Periodic balance with per-CPU queues (--no-shared-runq, and the seed's
- * design): the kernel's rebalance_domains() (kernel/sched/fair.c), run from
- * the scheduler tick, balances each domain of a CPU once per its balance
- * interval - sd->balance_interval, which starts at the domain's CPU count in
- * ms, times sd->busy_factor (16) while the CPU is busy (get_sd_balance_
- * interval()) - and load_balance() moves load from the busiest runqueue
- * (find_busiest_queue()) to this CPU; when every CPU of the domain is busy
- * (group_overloaded) that is weighted load, decayed over time (PELT):
- * calculate_imbalance() aims at half the difference, and detach_tasks()
- * skips a task heavier than that until failed balances (nr_balance_failed)
- * let heavier ones go. Here the LLC is the domain and a CPU's load is its
- * average over the periodic scans (cpu_load_avg[]): ops.tick, on a busy CPU
- * whose interval has passed, reads those of its LLC (O(#CPUs), once per
- * interval); if this CPU is below the LLC's average and the heaviest CPU with
- * waiters above it by imbalance_pct (117 %), the imbalance is the smaller of
- * their distances to the average, and a waiter of the heaviest of at most the
- * imbalance - after a balance that found none, of twice it, but always
- * lighter than the two CPUs' difference - is noted; a DSQ move cannot run in
- * ops.tick, so the CPU's next dispatch (its slice end, at most a slice later:
- * the kernel's pulled task also waits behind the running one) takes the
- * first such task it may run, and moves its share between the two averages.
- * A move of share x < H - L from
- * load H to load L lowers the sum of the squared loads by 2x(H - L - x), so
- * moves end; the kernel's failed-balance escalation reaches the same end (a
- * CPU running two heavy tasks next to one running two light ones swaps one of
- * each). With equal shares this is a move when the queues differ by two
- * tasks or more; with cgroup weights it moves a light cgroup's task off a CPU
- * that runs only those, which counting tasks never does. Without averaging,
- * kernel threads and root-cgroup tasks waking for a moment, each with more
- * share than a crowded cgroup's task, moved busy loops back and forth (593
- * balances in 30 s of 12 hogs, 1llc, TCG). Domains above the LLC are the LLC
- * balance's (above), whose weighing of the LLCs reads the CPU queues.
+ * design): the kernel's rebalance_domains() (kernel/sched/fair.c), run from the
+ * scheduler tick, balances each domain of a CPU once per its balance interval -
+ * sd->balance_interval, which starts at the domain's CPU count in ms, times
+ * sd->busy_factor (16) while the CPU is busy (get_sd_balance_interval()) - and
+ * load_balance() moves load from the busiest runqueue (find_busiest_queue()) to
+ * this CPU; when every CPU of the domain is busy (group_overloaded) that is
+ * weighted load, decayed over time (PELT): calculate_imbalance() aims at half
+ * the difference, and detach_tasks() skips a task heavier than that until
+ * failed balances (nr_balance_failed) let heavier ones go. Here the LLC is the
+ * domain and a CPU's load is its average over the periodic scans
+ * (cpu_load_avg[]): ops.tick, on a busy CPU whose interval has passed, reads
+ * those of its LLC (O(#CPUs), once per interval); if this CPU is below the
+ * LLC's average and the heaviest CPU with waiters above it by imbalance_pct
+ * (117 %), the imbalance is the smaller of their distances to the average, and
+ * a waiter of the heaviest of at most the imbalance - doubled for each balance
+ * in a row that found none, as the kernel's nr_balance_failed lets heavier
+ * tasks go - is noted; a DSQ move cannot run in ops.tick, so the CPU's next
+ * dispatch (its slice end, at most a slice later: the kernel's pulled task also
+ * waits behind the running one) takes the first such task it may run, and moves
+ * its share between the two averages. A move of share x < H - L from load H to
+ * load L lowers the sum of the squared loads by 2x(H - L - x), so such moves
+ * end. After PERIODIC_SWAP_FAILS failed balances in a row, one more move, which
+ * the kernel's escalation also makes: a swap (x >= H - L), onto a CPU with
+ * waiters of its own. Loads can even out while weights do not: a CPU running
+ * two busy loops of a heavy cgroup weighs as much as one running six of a light
+ * cgroup, no move of x < H - L exists between them, and the heavy cgroup's two
+ * loops shared one CPU for seconds (a trace showed it; cpu.weight 100:300 read
+ * 1:2.24-2.65 in 8 of 74 runs, 1llc, TCG; EEVDF about 1:2.26). After the swap
+ * the light tasks wait on the heavier CPU, and the next balances spread them. A
+ * CPU with no waiter takes no swap, so three equal busy loops on two CPUs do
+ * not bounce between them. With equal shares this is a move when the queues
+ * differ by two tasks or more; with cgroup weights it moves a light cgroup's
+ * task off a CPU that runs only those, which counting tasks never does. Without
+ * averaging, kernel threads and root-cgroup tasks waking for a moment, each
+ * with more share than a crowded cgroup's task, moved busy loops back and forth
+ * (593 balances in 30 s of 12 hogs, 1llc, TCG). Domains above the LLC are the
+ * LLC balance's (above), whose weighing of the LLCs reads the CPU queues.
  */
 #define PERIODIC_BUSY_FACTOR 16
+/* failed balances in a row before a swap may move; the doubling's cap */
+#define PERIODIC_SWAP_FAILS 2
+#define PERIODIC_MAX_FAILS 8
 
 struct periodic_state {
 	u64 next_at;   /* when the CPU's next periodic balance is due */
 	u64 limit;     /* the largest share its pull may take */
 	u32 pull_from; /* heaviest CPU (+1; 0: none) its dispatch pulls from */
-	u32 failed;    /* the last balance found no task light enough */
+	u32 failed;    /* balances in a row that found no task light enough */
 	u64 avg;       /* periodic_weigh_llc()'s results: the LLC's average */
 	u64 heaviest;  /* ... and its heaviest CPU's load */
 } __attribute__((aligned(64)));
@@ -564,7 +573,7 @@ __noinline s32 periodic_weigh_llc(s32 cpu)
 static __always_inline void periodic_balance_tick(s32 cpu, u64 now)
 {
 	struct periodic_state *st = &periodic_states[cpu_idx(cpu)];
-	u64 interval, own, heaviest, lightest = 0, avg, imbalance;
+	u64 interval, own, heaviest, lightest = 0, avg, imbalance, gap, limit;
 	u32 llc = llc_of(cpu);
 	s32 from;
 
@@ -585,22 +594,24 @@ static __always_inline void periodic_balance_tick(s32 cpu, u64 now)
 		goto balanced;
 	imbalance = heaviest - avg < avg - own ? heaviest - avg : avg - own;
 	dsq_queued_load(cpu_dsq_id(from), &lightest);
-	/* detach_tasks(): a task of at most the imbalance, or after a failed
-	 * balance of twice it - but lighter than the gap, which it narrows */
-	if (!lightest || lightest >= heaviest - own)
+	if (!lightest)
 		goto balanced;
-	if (lightest > imbalance) {
-		if (!st->failed) {
-			st->failed = 1;
-			return;
-		}
-		imbalance = 2 * imbalance < heaviest - own ? 2 * imbalance
-							   : heaviest - own - 1;
-		if (lightest > imbalance)
-			return;
+	/* detach_tasks(): a task of at most the imbalance, doubled for each
+	 * balance in a row that found none (shr_bound()) */
+	gap = heaviest - own;
+	limit = imbalance << (st->failed < PERIODIC_MAX_FAILS
+				      ? st->failed
+				      : PERIODIC_MAX_FAILS);
+	/* lighter than the gap, which it narrows; a swap only as said above */
+	if (limit >= gap && (st->failed < PERIODIC_SWAP_FAILS ||
+			     !scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu))))
+		limit = gap - 1;
+	if (lightest > limit) {
+		st->failed += st->failed < PERIODIC_MAX_FAILS;
+		return;
 	}
 	st->failed = 0;
-	st->limit = imbalance;
+	st->limit = limit;
 	st->pull_from = from + 1;
 	stat_inc(STAT_PERIODIC_BALANCES);
 	return;
