@@ -57,15 +57,6 @@ const BACKGROUND_PROBE: &str = "pipe";
 /// pipe cells are all trivial, so the fit decides no compared cell there);
 /// every other cell tests them.
 const BACKGROUND_PRESET: &str = "2node";
-/// select_cpu outcomes that placed a task at once, the pair rule's aside.
-const WAKE_PLACED_NOT_SYNC: &[&str] = &[
-    "prev_kept",
-    "wake_l2_idle",
-    "wake_llc_idle",
-    "wake_remote_idle",
-    "wake_capacity",
-    "wake_group_part",
-];
 
 /// One row: numerator counters over denominator counters ("@wall_ns": the
 /// workload's duration). `why` explains cells off by more than the tolerance.
@@ -470,9 +461,7 @@ fn background_fit(presets: &serde_json::Map<String, Value>) -> Option<Background
         .collect();
     let wakeups = median(
         runs.iter()
-            .map(|x| {
-                sum(&x["counters"], WAKE_PLACED_NOT_SYNC) + get(&x["counters"], "wake_busy", 0.0)
-            })
+            .map(|x| placed_aside_sync(&x["counters"]) + get(&x["counters"], "wake_busy", 0.0))
             .collect(),
     )?;
     let pinned = median(
@@ -518,6 +507,11 @@ fn sum(c: &Value, keys: &[&str]) -> f64 {
     keys.iter().map(|k| get(c, k, 0.0)).sum()
 }
 
+/// Wakeups of @c that select_cpu placed at once, the pair rule's aside.
+fn placed_aside_sync(c: &Value) -> f64 {
+    sum(c, WAKE_PLACED) - get(c, "wake_sync", 0.0)
+}
+
 /// The paragraph on the guest's background: what BACKGROUND_PROBE's VM runs
 /// (@probe: VM counters with the simulated hardware and TCG counters of the
 /// same preset) count besides the workload's own pair wakeups, against the
@@ -533,17 +527,16 @@ fn background_note(
     }
     // per run: other wakeups placed at once, empty dispatches, pulls from a
     // CPU's own queue (tasks pinned to one CPU), hand-overs in enqueue
-    let kinds: [&[&str]; 4] = [
-        WAKE_PLACED_NOT_SYNC,
-        &["dispatch_empty"],
-        &["cpu_pulls"],
-        &["insert_queued"],
-    ];
+    let kinds: [&[&str]; 4] = [&[], &["dispatch_empty"], &["cpu_pulls"], &["insert_queued"]];
+    let count = |c: &Value, k: usize| match k {
+        0 => placed_aside_sync(c),
+        _ => sum(c, kinds[k]),
+    };
     let med = |col: usize, k: usize| {
         median(
             probe
                 .iter()
-                .map(|r| sum([&r.0, &r.1, &r.2][col], kinds[k]))
+                .map(|r| count([&r.0, &r.1, &r.2][col], k))
                 .collect(),
         )
         .unwrap_or(0.0)
