@@ -381,12 +381,14 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic(""),
         default: true,
     },
-    // Seed 000's A/B against the default (--shared-runq shard: the shard is a waking task's
-    // queue): per-CPU queues with the kernel-like newidle balance (the seed's baseline), and
-    // the seed's own design (tasks on their CPU's queue, the shards index the waiters).
+    // Seed 000's A/B against the default (--shared-runq auto: on the VM's machines, of at
+    // most 8 CPUs, per-CPU queues with the kernel-like newidle balance, the seed's
+    // baseline): Mosaic's shard design (the shard is a waking task's queue; the default
+    // above 72 CPUs), and the seed's own design (tasks on their CPU's queue, the shards
+    // index the waiters).
     Sched {
-        label: "mosaic-no-shared-runq",
-        kind: Kind::Mosaic("--shared-runq=off"),
+        label: "mosaic-shard",
+        kind: Kind::Mosaic("--shared-runq=shard"),
         default: true,
     },
     Sched {

@@ -7,7 +7,7 @@ use scx_mosaic::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use scx_mosaic::output::escape;
 use scx_mosaic::stats::{self, BpfMetrics, Counters, ExitMetrics, Flag, Metrics};
 use scx_mosaic::topology::Topology;
-use scx_mosaic::tunables::{CopyToGlobal, LoadPlan, Tunables};
+use scx_mosaic::tunables::{CopyToGlobal, LoadPlan, Tunables, AUTO_PER_CPU_MAX_CPUS};
 use scx_mosaic::warn::RateLimited;
 use scx_mosaic::{
     bpf_intf, bpf_skel, config, cpulist, errln, group, limits, outln, output, stats_server, Opts,
@@ -368,6 +368,16 @@ fn parse_opts() -> Opts {
     }
 }
 
+/// Why --shared-runq auto chose what it did on @nr_cpu_ids CPU ids.
+fn auto_reason(nr_cpu_ids: usize) -> String {
+    let limit = AUTO_PER_CPU_MAX_CPUS;
+    if nr_cpu_ids <= limit {
+        format!("auto: at most {limit} CPUs")
+    } else {
+        format!("auto: more than {limit} CPUs")
+    }
+}
+
 /// Prints what the scheduler is about to run on.
 fn print_banner(plan: &LoadPlan) {
     let (topo, layout) = (&plan.topo, &plan.layout);
@@ -384,7 +394,14 @@ fn print_banner(plan: &LoadPlan) {
         topo.llcs.len(),
         topo.nodes.len(),
         if plan.tunables.no_shared_runq {
-            "per-CPU queues, the kernel's newidle balance (--shared-runq off)".to_string()
+            format!(
+                "per-CPU queues, the kernel's newidle balance (--shared-runq {})",
+                if plan.design_by_size {
+                    auto_reason(topo.nr_cpu_ids)
+                } else {
+                    "off".to_string()
+                }
+            )
         } else if plan.tunables.seed_runq {
             format!(
                 "per-CPU queues, shards {} index their waiters (--shared-runq seed)",
@@ -392,8 +409,13 @@ fn print_banner(plan: &LoadPlan) {
             )
         } else {
             format!(
-                "shard queues {} (--shared-runq shard){}",
+                "shard queues {} (--shared-runq {}){}",
                 lists(&layout.shards),
+                if plan.design_by_size {
+                    auto_reason(topo.nr_cpu_ids)
+                } else {
+                    "shard".to_string()
+                },
                 if plan.tunables.same_rq_pull {
                     " (a task on the CPU's runqueue first)"
                 } else {

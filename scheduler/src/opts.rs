@@ -39,6 +39,9 @@ pub enum SameRqPull {
 /// Seed 000's shared runqueue (--shared-runq).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SharedRunq {
+    /// By machine size: off on machines of at most AUTO_PER_CPU_MAX_CPUS
+    /// CPU ids (tunables.rs), shard on larger ones.
+    Auto,
     /// None: every task waits on its CPU's own queue; a CPU about to idle
     /// pulls as the kernel's newidle balance does (seed 000's baseline,
     /// NO_SHARED_RUNQ).
@@ -62,18 +65,19 @@ pub struct Opts {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=512))]
     pub shard_size: Option<u32>,
 
-    /// Seed 000's shared runqueue: shard (default: each shard of an LLC is a
-    /// queue), seed (the seed's design: per-CPU queues whose shards index
-    /// the CPUs with waiters) or off (per-CPU queues; a CPU about to idle
+    /// Seed 000's shared runqueue: off (per-CPU queues; a CPU about to idle
     /// pulls from the busiest queue of its LLC, then of the machine, when a
     /// queue holds a waiter (the overload flag), its average idle time
     /// exceeds the migration cost and a domain's last balance cost less than
     /// that idle time; a busy CPU balances its LLC periodically: the
-    /// kernel's newidle and periodic balance, by weighted load). Shard is the
-    /// default: no design was faster everywhere, shard keeps cpu.weight a
-    /// little closer than off, and only shard keeps its work per event flat
-    /// on 192 CPUs (docs/design.md).
-    #[arg(long, value_enum, default_value_t = SharedRunq::Shard, value_name = "DESIGN")]
+    /// kernel's newidle and periodic balance, by weighted load), shard (each
+    /// shard of an LLC is a queue), seed (the seed's design: per-CPU queues
+    /// whose shards index the CPUs with waiters) or auto (default): off on
+    /// machines of up to 72 CPUs, where it is as fast or faster and its work
+    /// per event stays small, shard on larger ones, where only shard keeps
+    /// its work per event flat (docs/design.md, "Which design the default
+    /// picks" in docs/sim-report.md).
+    #[arg(long, value_enum, default_value_t = SharedRunq::Auto, value_name = "DESIGN")]
     pub shared_runq: SharedRunq,
 
     /// The same as --shared-runq=off (kept for configuration files that
@@ -212,7 +216,8 @@ pub struct Opts {
 }
 
 impl Opts {
-    /// The shared runqueue in effect (--no-shared-runq is --shared-runq=off).
+    /// The shared runqueue asked for (--no-shared-runq is --shared-runq=off;
+    /// Tunables resolves auto by the machine).
     pub fn shared_runq(&self) -> SharedRunq {
         if self.no_shared_runq {
             SharedRunq::Off
@@ -243,9 +248,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shared_runqueue_is_the_shard_design_unless_asked() {
+    fn the_shared_runqueue_is_auto_unless_asked() {
         let mode = |argv: &[&str]| Opts::try_parse_from(argv).unwrap().shared_runq();
-        assert_eq!(mode(&["scx_mosaic"]), SharedRunq::Shard);
+        assert_eq!(mode(&["scx_mosaic"]), SharedRunq::Auto);
         assert_eq!(
             mode(&["scx_mosaic", "--shared-runq", "seed"]),
             SharedRunq::Seed

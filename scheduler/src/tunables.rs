@@ -17,6 +17,25 @@ use crate::topology::{ShardLayout, Topology};
 use crate::Opts;
 use anyhow::{bail, Result};
 
+/// --shared-runq auto picks per-CPU queues (off) on machines of at most this
+/// many CPU ids, the shard design on larger ones. In the simulator (docs/
+/// sim-report.md, "Which design the default picks") neither 000 design is
+/// faster than per-CPU queues on any machine up to 128 CPUs, and per-CPU
+/// queues' BPF work per callback stays within 2x the 8-CPU machine's up to
+/// 72 CPUs (milan-72: 1.9x) but not at 128 (3.3x); the shard design's is
+/// flat, and it is faster on the 192-CPU machines' UDP_RR. In the VM (at
+/// most 8 CPUs) per-CPU queues were as fast or faster on most medians.
+pub const AUTO_PER_CPU_MAX_CPUS: usize = 72;
+
+/// The shared-runqueue design @opts ask for on @topo, auto resolved by size.
+pub fn shared_runq_design(opts: &Opts, topo: &Topology) -> SharedRunq {
+    match opts.shared_runq() {
+        SharedRunq::Auto if topo.nr_cpu_ids <= AUTO_PER_CPU_MAX_CPUS => SharedRunq::Off,
+        SharedRunq::Auto => SharedRunq::Shard,
+        asked => asked,
+    }
+}
+
 /// The kernel's watchdog timeout when the scheduler asks for none
 /// (SCX_WATCHDOG_MAX_TIMEOUT).
 pub const KERNEL_TIMEOUT_MS: u32 = 30_000;
@@ -89,7 +108,8 @@ pub struct Tunables {
     pub smt_enabled: bool,
     /// CPUs differ in capacity.
     pub asym_capacity: bool,
-    /// --shared-runq off: per-CPU queues only.
+    /// --shared-runq off (or auto on a machine of at most
+    /// AUTO_PER_CPU_MAX_CPUS CPU ids): per-CPU queues only.
     pub no_shared_runq: bool,
     /// --shared-runq seed (without --no-shared-runq): per-CPU queues
     /// whose waiters the shards index.
@@ -159,6 +179,8 @@ pub struct LoadPlan {
     pub group: Option<GroupPlan>,
     /// What is written into the BPF globals.
     pub tunables: Tunables,
+    /// --shared-runq auto chose the design (by the machine's size).
+    pub design_by_size: bool,
     /// The ops table's flags, by name (OPS_FLAGS).
     pub ops_flags: &'static [&'static str],
     /// The ops table's watchdog timeout (--timeout-ms; 0: the kernel's).
@@ -213,7 +235,7 @@ impl LoadPlan {
             );
         }
         let index_bits = bpf_intf::mosaic_limits_SHARD_INDEX_BITS as usize;
-        if opts.shared_runq() == SharedRunq::Seed {
+        if shared_runq_design(opts, &topo) == SharedRunq::Seed {
             if let Some(big) = layout.shards.iter().find(|s| s.len() > index_bits) {
                 bail!(
                     "--shared-runq seed: a shard of {} CPUs; its index holds at most {}: \
@@ -248,6 +270,7 @@ impl LoadPlan {
             layout,
             group,
             tunables,
+            design_by_size: opts.shared_runq() == SharedRunq::Auto,
             ops_flags: OPS_FLAGS,
             timeout_ms: opts.timeout_ms,
         })
@@ -404,6 +427,7 @@ impl Tunables {
         layout: &ShardLayout,
         partitions: Option<&[Vec<usize>]>,
     ) -> Self {
+        let design = shared_runq_design(opts, topo);
         let per_cpu = |value: &dyn Fn(&crate::topology::Cpu) -> u32| {
             let mut v = vec![0; topo.nr_cpu_ids];
             for cpu in &topo.cpus {
@@ -450,8 +474,8 @@ impl Tunables {
             idle_wait_ns: idle_wait_ns(opts.timeout_ms),
             smt_enabled: topo.smt(),
             asym_capacity: topo.asymmetric(),
-            no_shared_runq: opts.shared_runq() == SharedRunq::Off,
-            seed_runq: opts.shared_runq() == SharedRunq::Seed,
+            no_shared_runq: design == SharedRunq::Off,
+            seed_runq: design == SharedRunq::Seed,
             same_rq_pull: match opts.same_rq_pull {
                 SameRqPull::On => true,
                 SameRqPull::Off => false,
@@ -730,6 +754,30 @@ mod tests {
     }
 
     #[test]
+    fn auto_picks_per_cpu_queues_up_to_the_size_limit_and_shards_above() {
+        let design = |nr: usize, args: &[&str]| {
+            let dir = tempfile::tempdir().unwrap();
+            fake_sysfs(dir.path(), nr, 8, true, 1);
+            let topo = Topology::from_root(dir.path()).unwrap();
+            let argv = std::iter::once("scx_mosaic").chain(args.iter().copied());
+            let t = LoadPlan::new(&Opts::try_parse_from(argv).unwrap(), topo)
+                .unwrap()
+                .tunables;
+            (t.no_shared_runq, t.seed_runq)
+        };
+        assert_eq!(design(AUTO_PER_CPU_MAX_CPUS, &[]), (true, false));
+        assert_eq!(design(AUTO_PER_CPU_MAX_CPUS + 8, &[]), (false, false));
+        // a design asked for is kept on any size
+        assert_eq!(design(16, &["--shared-runq=shard"]), (false, false));
+        assert_eq!(design(128, &["--no-shared-runq"]), (true, false));
+        assert_eq!(design(128, &["--shared-runq=seed"]), (false, true));
+        // --help states the limit
+        let help = <Opts as clap::CommandFactory>::command().render_long_help();
+        let limit = format!("up to {AUTO_PER_CPU_MAX_CPUS} CPUs");
+        assert!(help.to_string().contains(&limit), "{help}");
+    }
+
+    #[test]
     fn defaults_are_the_bpf_declarations() {
         let t = plan(&[]).unwrap().tunables;
         assert_eq!((t.nr_cpu_ids, t.nr_llcs, t.nr_l2s), (16, 2, 8));
@@ -740,7 +788,9 @@ mod tests {
         assert_eq!(t.wait_target_ns, 500_000_000);
         assert_eq!(t.idle_wait_ns, 7_500_000_000);
         assert!(t.cgroup_weights && t.smt_enabled && !t.asym_capacity);
-        assert!(!t.no_shared_runq && !t.group_accounting && !t.group_balancer);
+        // 16 CPUs: --shared-runq auto picks per-CPU queues
+        assert!(t.no_shared_runq && !t.seed_runq);
+        assert!(!t.group_accounting && !t.group_balancer);
         assert_eq!((t.nr_parts, t.cpu_part.len()), (0, 0));
         assert_eq!(t.debug_drop_comm, [0; COMM_LEN]);
     }

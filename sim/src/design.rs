@@ -317,7 +317,93 @@ pub fn section(md: &mut String, cells: &[Cell], costs: &Costs) -> Result<()> {
             kept.join(", ")
         },
     )?;
-    work_by_machine(md, &costs.work)
+    work_by_machine(md, &costs.work)?;
+    auto_rule(
+        md,
+        cells,
+        &costs.work,
+        scx_mosaic::tunables::AUTO_PER_CPU_MAX_CPUS,
+    )
+}
+
+/// Per-CPU queues' BPF work per callback may grow to at most this many
+/// times the 8-CPU machine's (WORK_SMALL) where the default runs them: the
+/// bound sim/tests/sim.rs holds the default to.
+const AUTO_WORK_BOUND: f64 = 2.0;
+
+/// What the tables say of scx_mosaic's `--shared-runq auto` rule (per-CPU
+/// queues on machines of up to @limit CPUs, the shard design above): on the
+/// machines up to @limit, how many cells the shard design wins and how far
+/// per-CPU queues' work grows over WORK_SMALL's; above, how far it would.
+fn auto_rule(
+    md: &mut String,
+    cells: &[Cell],
+    work: &[(&'static str, usize, [f64; 3])],
+    limit: usize,
+) -> Result<()> {
+    let cpus_of = |m: &str| work.iter().find(|w| w.0 == m).map(|w| w.1);
+    let small = work
+        .iter()
+        .find(|w| w.0 == WORK_SMALL)
+        .map(|w| w.2[0])
+        .context("WORK_SMALL is one of MACHINES")?;
+    let below: Vec<&Cell> = cells
+        .iter()
+        .filter(|c| cpus_of(c.machine).is_some_and(|n| n <= limit))
+        .collect();
+    let shard_wins = below
+        .iter()
+        .filter(|c| stats::side(&c.shard) == Side::Above)
+        .count();
+    // the largest growth of per-CPU queues' work over WORK_SMALL's, and where
+    let most = |keep: &dyn Fn(usize) -> bool, side: usize| {
+        work.iter()
+            .filter(|w| keep(w.1))
+            .map(|w| (w.2[side] / small, w.0))
+            .fold(None, |best: Option<(f64, &str)>, x| match best {
+                Some(b) if b.0 >= x.0 => Some(b),
+                _ => Some(x),
+            })
+    };
+    let (in_ratio, in_m) = most(&|n| n <= limit, 0).context("no machine up to the limit")?;
+    let above = most(&|n| n > limit, 0);
+    write!(
+        md,
+        "scx_mosaic's default, `--shared-runq auto`, runs per-CPU queues on machines of up to \
+         {limit} CPUs and the shard design on larger ones (`AUTO_PER_CPU_MAX_CPUS`). On the \
+         machines here of up to {limit} CPUs the shard design is faster in {shard_wins} of {} \
+         cells, and per-CPU queues' BPF work per callback is at most {in_ratio:.2}x \
+         `{WORK_SMALL}`'s (`{in_m}`)",
+        below.len()
+    )?;
+    if let Some((r, m)) = above {
+        write!(
+            md,
+            "; above, it reaches {r:.2}x (`{m}`), against the shard design's {:.2}x at most",
+            most(&|n| n > limit, 2).map_or(f64::NAN, |x| x.0)
+        )?;
+    }
+    let holds = shard_wins == 0
+        && in_ratio <= AUTO_WORK_BOUND
+        && above.is_none_or(|(r, _)| r > AUTO_WORK_BOUND);
+    writeln!(
+        md,
+        ". {}\n",
+        if holds {
+            format!(
+                "The rule follows these tables: no cell up to {limit} CPUs favours the shard \
+                 design, and per-CPU queues' work stays within {AUTO_WORK_BOUND}x there and not \
+                 beyond."
+            )
+        } else {
+            format!(
+                "These tables do not support the rule as it stands (a shard win up to \
+                 {limit} CPUs, per-CPU work past {AUTO_WORK_BOUND}x there, or within it above): \
+                 revisit `AUTO_PER_CPU_MAX_CPUS`."
+            )
+        }
+    )?;
+    Ok(())
 }
 
 /// The BPF work per callback of every side on every machine, and up to how
@@ -402,6 +488,49 @@ mod tests {
         work_by_machine(&mut md, &[("a", 8, [5.0, 5.0, 4.0])]).unwrap();
         assert!(
             md.contains("from the smallest machine on (`a`, 8 CPUs; 1.25x"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn auto_rule_says_whether_the_tables_support_the_size_limit() {
+        let spread = |median: f64| Spread {
+            n: 16,
+            median,
+            lo: median - 0.5,
+            hi: median + 0.5,
+        };
+        let cell = |machine: &'static str, shard: f64| Cell {
+            machine,
+            workload: "hackbench:loops=100",
+            llc_cpus: 4,
+            seed: spread(0.0),
+            shard: spread(shard),
+        };
+        let work = [
+            (WORK_SMALL, 8, [4.0, 5.0, 6.0]),
+            ("mid", 72, [7.6, 6.0, 7.0]),
+            ("big", 192, [32.0, 24.0, 8.0]),
+        ];
+        let cells = [cell(WORK_SMALL, -3.0), cell("mid", 0.0), cell("big", 20.0)];
+        let mut md = String::new();
+        auto_rule(&mut md, &cells, &work, 72).unwrap();
+        assert!(md.contains("faster in 0 of 2 cells"), "{md}");
+        assert!(md.contains("at most 1.90x `2llc-smt`'s (`mid`)"), "{md}");
+        assert!(
+            md.contains("reaches 8.00x (`big`), against the shard design's 2.00x"),
+            "{md}"
+        );
+        assert!(md.contains("The rule follows these tables"), "{md}");
+        // a shard win below the limit, or a limit past the bound, is said
+        let cells = [cell(WORK_SMALL, 3.0), cell("mid", 0.0), cell("big", 20.0)];
+        let mut md = String::new();
+        auto_rule(&mut md, &cells, &work, 72).unwrap();
+        assert!(md.contains("do not support the rule"), "{md}");
+        let mut md = String::new();
+        auto_rule(&mut md, &cells[1..], &work, 192).unwrap();
+        assert!(
+            md.contains("at most 8.00x") && md.contains("do not support"),
             "{md}"
         );
     }

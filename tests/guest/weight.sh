@@ -1,6 +1,6 @@
 # tests/test_weight.py: busy cgroups with cpu.weight set before and during the load, under
-# scx_mosaic, its per-CPU queues (--shared-runq=off), with --no-cgroup-weights, and under
-# EEVDF; CPU time per cgroup over 8 s.
+# scx_mosaic (its default on this 4-CPU guest: per-CPU queues), its shard design
+# (--shared-runq=shard), with --no-cgroup-weights, and under EEVDF; CPU time per cgroup over 8 s.
 . /mosaic/guest/lib.sh
 CG=/sys/fs/cgroup
 echo +cpu >$CG/cgroup.subtree_control || exit 1
@@ -26,10 +26,10 @@ measure() {
     sleep 1
 }
 
-for sched in mosaic percpu noweights eevdf; do
+for sched in mosaic shard noweights eevdf; do
     case $sched in
     mosaic) start_mosaic --stats 0 --stats-file /tmp/s.json || exit 1 ;;
-    percpu) start_mosaic --shared-runq=off --stats 0 || exit 1 ;;
+    shard) start_mosaic --shared-runq=shard --stats 0 || exit 1 ;;
     noweights) start_mosaic --no-cgroup-weights --stats 0 || exit 1 ;;
     esac
     # ... and while it runs (ops.cgroup_set_weight)

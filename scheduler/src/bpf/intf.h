@@ -55,6 +55,10 @@ enum mosaic_limits {
 	/* an LLC gets a task from a busier LLC at most once per this many
 	 * slices (steal.bpf.c) */
 	LLC_BALANCE_SLICES = 2,
+	/* per-CPU queues balance a CPU (or an LLC) against a lighter one only
+	 * when its load (per CPU) is above the lighter's by this percentage:
+	 * the kernel's sd->imbalance_pct (sd_init()) */
+	IMBALANCE_PCT = 117,
 	/* LLC balancing weighs this many waiters of each shard */
 	LLC_BALANCE_LOOK = 32,
 	/* an LLC's clock moves at least this fast (Q16: 1/64 ns per ns) */

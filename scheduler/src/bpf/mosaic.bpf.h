@@ -22,7 +22,9 @@ const volatile u32 nr_cpu_ids = 1;	/* CPUs with ids below this exist */
 const volatile u32 nr_llcs = 1;		/* LLCs, numbered 0..nr_llcs-1 */
 const volatile u32 nr_shards = 1;	/* shards over all LLCs */
 const volatile u64 slice_ns = 20000000; /* time slice given to each task */
-const volatile bool no_shared_runq;	/* seed 000's NO_SHARED_RUNQ baseline */
+/* seed 000's NO_SHARED_RUNQ baseline, per-CPU queues (--shared-runq auto's
+ * design on machines of up to 72 CPUs) */
+const volatile bool no_shared_runq = true;
 /* seed 000 as the seed built it: tasks wait on their CPU's own queue, the
  * shards only index which CPUs have waiters (shard.bpf.c) */
 const volatile bool seed_runq;

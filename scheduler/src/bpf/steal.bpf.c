@@ -114,32 +114,43 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * its cgroups' shares), the unit its vtime is charged in. Each CPU notes the
  * share of the task it runs in its own slot (ops.running, and ops.tick after
  * the charge refreshed it; cleared at ops.stopping). The periodic scan
- * (gate.bpf.c) adds up, per LLC, its CPUs' slots and the shares of the tasks
- * waiting on its shards - or, with per-CPU queues, on its CPUs' queues - (the
- * first LLC_BALANCE_LOOK of each, scaled to the queue's length). Moving load x
- * from the heaviest LLC per CPU to the lightest evens them when x = (load_h n_l
- * - load_l n_h) / (n_h + n_l). If one of the heaviest's waiters has a share of
- * at most x, in two scans in a row, and the lightest got no hint for
- * LLC_BALANCE_SLICES slices, the scan leaves it a hint: the LLC to take from,
- * and x. The next CPU of the hinted LLC to dispatch - at a slice end too,
- * before prev may keep its CPU - swaps the hint out (one CPU wins it) and takes
- * from the busiest queue of that LLC its oldest task with a share of at most x
- * (no overshoot, so no move back), one task; its prev queues again. A dispatch
- * without a hint pays one read of its LLC's hint word; the scan's work is
- * O(#CPUs + #queues x LLC_BALANCE_LOOK) per period, none of it per event. Tasks
- * pinned to a CPU are not moved (the shard design keeps them on CPU queues,
- * which it does not weigh). Off under the group balancer, which places cgroups'
- * tasks on partitions itself. With per-CPU queues it is the kernel's periodic
- * balance of the domains above the LLC, which also moves weighted load between
- * busy groups. The same weighing caps the lead bound of vtime.bpf.c
- * (vtime_note_load()), on machines of one LLC too.
+ * (gate.bpf.c) weighs each LLC: in the shard design, its CPUs' slots and the
+ * shares of the tasks waiting on its shards (the first LLC_BALANCE_LOOK of
+ * each, scaled to the queue's length), as they are now; with per-CPU queues,
+ * its CPUs' load averages (cpu_load_avg[], below), as the kernel weighs busy
+ * groups by decayed load. Moving load x from the heaviest LLC per CPU to the
+ * lightest evens them when x = (load_h n_l - load_l n_h) / (n_h + n_l). If
+ * one of the heaviest's waiters has a share of at most x - and, with per-CPU
+ * queues, the heaviest is above the lightest by IMBALANCE_PCT - in two scans
+ * in a row, and the lightest got no hint for LLC_BALANCE_SLICES slices, the
+ * scan leaves it a hint: x, and the queue to take from: the shard where it
+ * saw the heaviest LLC's lightest waiter, or the heaviest CPU of that LLC
+ * whose queue holds a waiter of at most x (find_busiest_queue() and
+ * detach_tasks() in the kernel). The next CPU of the hinted LLC to dispatch -
+ * at a slice end too, before prev may keep its CPU - swaps the hint out (one
+ * CPU wins it) and takes from that queue its oldest task with a share of at
+ * most x (no overshoot, so no move back), one task; its prev queues again;
+ * with per-CPU queues the task's load moves between the two CPUs' averages
+ * at once. A dispatch without a hint pays one read of its LLC's hint word;
+ * the scan's work is O(#CPUs + #queues x LLC_BALANCE_LOOK) per period, none
+ * of it per event. Tasks pinned to a CPU are not moved (the shard design
+ * keeps them on CPU queues, which it does not weigh). Off under the group
+ * balancer, which places cgroups' tasks on partitions itself. With per-CPU
+ * queues it is the kernel's periodic balance of the domains above the LLC.
+ * The same weighing caps the lead bound of vtime.bpf.c (vtime_note_load()),
+ * on machines of one LLC too.
  *
  * WHY
  * Fair shares hold inside an LLC (one vtime order); across LLCs only as far
  * as weight is spread evenly. The head of a shard is its task that waited
  * longest, the one with the least cache to lose. One task per hint and a few
  * slices between hints keep a bursty queue (hackbench) from bouncing tasks
- * between LLCs.
+ * between LLCs. A shard is one vtime order, so a needless move costs its task
+ * a cache refill only; a per-CPU queue's order decides its tasks' shares, so
+ * there a move that noise caused (a root task waking for a moment, weighed
+ * by an instant sample) costs the split. Hence decayed load averages, and a
+ * source queue chosen for a waiter light enough to move: the busiest queue
+ * by count often held none.
  */
 
 /* The share of the task each CPU runs (0: none), one cache line each. */
@@ -153,13 +164,22 @@ struct cpu_share cpu_running_share[MAX_CPUS];
 u64 llc_load[MAX_LLCS];
 u64 llc_queued_load[MAX_LLCS];
 u32 llc_queued[MAX_LLCS];
-/* Per LLC, the smallest share among the waiters the scan looked at. */
+/* Per LLC, the smallest share among the waiters the scan looked at, and the
+ * shard it waits on (shard design). */
 u64 llc_min_share[MAX_LLCS];
+u64 llc_min_dsq[MAX_LLCS];
+/* Per CPU (per-CPU queues), the smallest share among its queue's waiters the
+ * scan looked at (0: none). */
+u64 cpu_min_waiter[MAX_CPUS];
 /* Per LLC, the largest share of a task its hinted CPU may take (the load
  * that evens the two LLCs out), with llc_pull_from. */
 u64 llc_pull_limit[MAX_LLCS];
 /* Per LLC, the LLC (+1; 0: none) its next dispatching CPU takes a task from. */
 u32 llc_pull_from[MAX_LLCS];
+/* Per LLC, the queue its hinted CPU takes from, and that queue's CPU with
+ * per-CPU queues (-1: a shard). */
+u64 llc_pull_dsq[MAX_LLCS];
+s32 llc_pull_cpu[MAX_LLCS];
 /* Per LLC, when the scan last left it a hint. */
 u64 llc_pull_at[MAX_LLCS];
 /* The (heaviest + 1) << 16 | (lightest + 1) pair the last scan saw. */
@@ -235,6 +255,16 @@ static __always_inline void cpu_load_note(u32 cpu, u64 load)
 	*avg = *avg - *avg / 8 + load / 8;
 }
 
+/* A balance moved a task of share @moved (0: none) from @from to @to: its
+ * load goes with it, in both averages at once. */
+static __always_inline void cpu_load_move(s32 from, s32 to, u64 moved)
+{
+	u64 *from_avg = &cpu_load_avg[cpu_idx(from)];
+
+	*from_avg -= moved < *from_avg ? moved : *from_avg;
+	cpu_load_avg[cpu_idx(to)] += moved;
+}
+
 /*
  * In the shard design, weigh each CPU's pinned crowd, its running task and
  * the tasks waiting on its own queue, for that crowd's clock and turns
@@ -270,7 +300,9 @@ static __always_inline void llc_balance_sample(void)
 		llc_queued[l] = 0;
 		llc_min_share[l] = 0;
 	}
-	bpf_for (i, 0, nr_cpu_ids) {
+	/* the shard design weighs its LLCs as they are now; per-CPU queues
+	 * by their CPUs' load averages (below) */
+	bpf_for (i, 0, cpu_queues_only() ? 0 : nr_cpu_ids) {
 		if (i >= MAX_CPUS)
 			break;
 		llc_load[cpu_llc[i] & (MAX_LLCS - 1)] +=
@@ -291,24 +323,30 @@ static __always_inline void llc_balance_sample(void)
 		}
 		q = scx_bpf_dsq_nr_queued(dsq);
 		load = 0;
+		min = 0;
 		if (q) {
-			min = llc_min_share[l];
 			load = dsq_queued_load(dsq, &min);
-			llc_min_share[l] = min;
+			if (!llc_min_share[l] || min < llc_min_share[l]) {
+				llc_min_share[l] = min;
+				llc_min_dsq[l] = dsq;
+			}
 			llc_queued[l] += q;
 			llc_queued_load[l] += load;
 		}
 		if (cpu_queues_only()) {
+			cpu_min_waiter[i] = min;
 			cpu_load_note(i, cpu_running_share[i].share + load);
 			vtime_note_load(i, cpu_load_avg[i], 1);
+			llc_load[l] += cpu_load_avg[i];
 		}
 	}
 	bpf_for (l, 0, nr_llcs) {
 		if (l >= MAX_LLCS)
 			break;
+		if (cpu_queues_only())
+			continue;
 		llc_load[l] += llc_queued_load[l];
-		if (!cpu_queues_only())
-			vtime_note_load(l, llc_load[l], llc_nr_cpus[l]);
+		vtime_note_load(l, llc_load[l], llc_nr_cpus[l]);
 	}
 	if (!cpu_queues_only())
 		pinned_load_sample();
@@ -342,13 +380,43 @@ static __always_inline u32 llc_balance_pick(u64 *limit)
 		return 0;
 	n_heavy = llc_nr_cpus[heavy];
 	n_light = llc_nr_cpus[light];
-	/* x with (load_h - x) / n_h = (load_l + x) / n_l */
 	a = llc_load[heavy] * n_light;
 	b = llc_load[light] * n_heavy;
+	/* per-CPU queues: balanced unless the heaviest is above the lightest
+	 * by the domain's imbalance_pct, as find_busiest_group() has it */
+	if (cpu_queues_only() && a * 100 <= b * IMBALANCE_PCT)
+		return 0;
+	/* x with (load_h - x) / n_h = (load_l + x) / n_l */
 	*limit = a > b ? (a - b) / (n_heavy + n_light) : 0;
 	if (!llc_min_share[heavy] || llc_min_share[heavy] > *limit)
 		return 0;
 	return (heavy + 1) << 16 | (light + 1);
+}
+
+/*
+ * With per-CPU queues, the CPU of LLC @llc to take from: the heaviest (by its
+ * load average) whose queue holds a waiter of a share of at most @limit, as
+ * the kernel's find_busiest_queue() picks the busiest runqueue by weighted
+ * load and detach_tasks() skips a task heavier than the imbalance; -1 if
+ * none. A global function: the verifier checks its loop once.
+ */
+__noinline s32 heaviest_cpu_within(u32 llc, u64 limit)
+{
+	u64 best = 0, min;
+	s32 src = -1;
+	u32 i;
+
+	bpf_for (i, 0, nr_cpu_ids) {
+		if (i >= MAX_CPUS)
+			break;
+		min = cpu_min_waiter[i];
+		if (cpu_llc[i] != llc || !min || min > limit ||
+		    cpu_load_avg[i] < best)
+			continue;
+		best = cpu_load_avg[i];
+		src = i;
+	}
+	return src;
 }
 
 /*
@@ -359,7 +427,8 @@ static __always_inline u32 llc_balance_pick(u64 *limit)
 static void llc_balance_scan(u64 now)
 {
 	u32 pair, from, to;
-	u64 limit = 0;
+	u64 limit = 0, dsq;
+	s32 src;
 
 	llc_balance_sample();
 	if (!llc_balance_on())
@@ -375,8 +444,18 @@ static void llc_balance_scan(u64 now)
 	    (llc_pull_at[to] &&
 	     time_before(now, llc_pull_at[to] + LLC_BALANCE_SLICES * slice_ns)))
 		return;
+	src = -1;
+	dsq = llc_min_dsq[from & (MAX_LLCS - 1)];
+	if (cpu_queues_only()) {
+		src = heaviest_cpu_within(from, limit);
+		if (src < 0)
+			return;
+		dsq = cpu_dsq_id(src);
+	}
 	llc_pull_at[to] = now;
 	llc_pull_limit[to] = limit;
+	llc_pull_dsq[to] = dsq;
+	llc_pull_cpu[to] = src;
 	llc_pull_from[to] = from + 1;
 	stat_inc(STAT_LLC_BALANCE_HINTS);
 }
@@ -407,59 +486,31 @@ static __always_inline u64 pull_within_share(s32 cpu, u64 dsq, u64 limit,
 	return 0;
 }
 
-/* The DSQ with the most waiters of LLC @llc (a shard, or a CPU's own queue
- * with per-CPU queues) to *@dsq; false if none waits. */
-static __always_inline bool busiest_dsq_of_llc(u32 llc, u64 *dsq)
-{
-	u32 first = llc_first_shard[llc & (MAX_LLCS - 1)],
-	    n = llc_nr_shards[llc & (MAX_LLCS - 1)], i;
-	u64 q, best_q = 0, best = 0;
-
-	if (cpu_queues_only())
-		n = nr_cpu_ids;
-	bpf_for (i, 0, n) {
-		if (cpu_queues_only()) {
-			if (i >= MAX_CPUS)
-				break;
-			if (cpu_llc[i] != llc)
-				continue;
-			q = scx_bpf_dsq_nr_queued(cpu_dsq_id(i));
-			if (q > best_q) {
-				best_q = q;
-				best = cpu_dsq_id(i);
-			}
-		} else {
-			if (i >= MAX_SHARDS_PER_LLC)
-				break;
-			q = scx_bpf_dsq_nr_queued(shard_dsq_id(first + i));
-			if (q > best_q) {
-				best_q = q;
-				best = shard_dsq_id(first + i);
-			}
-		}
-	}
-	*dsq = best;
-	return best_q;
-}
-
 /*
  * @cpu dispatches: if the scan left its LLC a hint and @cpu wins it, take from
- * the busiest queue of the hinted LLC its oldest task light enough not to
- * overshoot (llc_balance_pick()). True if a task moved.
+ * the queue that held the hinted LLC's lightest waiter its oldest task light
+ * enough not to overshoot (llc_balance_pick()); with per-CPU queues the task's
+ * load moves between the two CPUs' averages. True if a task moved.
  */
 static __always_inline bool llc_balance_pull(s32 cpu)
 {
 	u32 llc = llc_of(cpu) & (MAX_LLCS - 1), from;
-	u64 dsq;
+	s32 from_cpu;
+	u64 moved;
 
 	if (!llc_pull_from[llc])
 		return false;
 	from = __sync_lock_test_and_set(&llc_pull_from[llc], 0);
 	if (!from || --from >= MAX_LLCS)
 		return false;
-	return busiest_dsq_of_llc(from, &dsq) &&
-	       pull_within_share(cpu, dsq, llc_pull_limit[llc],
-				 STAT_LLC_BALANCE_PULLS);
+	from_cpu = llc_pull_cpu[llc];
+	moved = pull_within_share(cpu, llc_pull_dsq[llc], llc_pull_limit[llc],
+				  STAT_LLC_BALANCE_PULLS);
+	if (from_cpu >= 0) {
+		shard_index_sync(from_cpu);
+		cpu_load_move(from_cpu, cpu, moved);
+	}
+	return moved;
 }
 
 /* The cross-LLC steal scan of a CPU with nothing in its LLC; true on a hit. */
@@ -590,7 +641,7 @@ static __always_inline void periodic_balance_tick(s32 cpu, u64 now)
 	heaviest = st->heaviest;
 	/* calculate_imbalance(): this CPU below the average, the busiest
 	 * above it by imbalance_pct (117 % at the LLC's level) */
-	if (from < 0 || own >= avg || heaviest * 100 <= own * 117)
+	if (from < 0 || own >= avg || heaviest * 100 <= own * IMBALANCE_PCT)
 		goto balanced;
 	imbalance = heaviest - avg < avg - own ? heaviest - avg : avg - own;
 	dsq_queued_load(cpu_dsq_id(from), &lightest);
@@ -623,7 +674,7 @@ balanced:
 static __always_inline bool periodic_balance_pull(s32 cpu)
 {
 	struct periodic_state *st = &periodic_states[cpu_idx(cpu)];
-	u64 moved, *from_avg;
+	u64 moved;
 	s32 from;
 
 	if (!cpu_queues_only() || !st->pull_from)
@@ -633,10 +684,6 @@ static __always_inline bool periodic_balance_pull(s32 cpu)
 	moved = pull_within_share(cpu, cpu_dsq_id(from), st->limit,
 				  STAT_PERIODIC_PULLS);
 	shard_index_sync(from);
-	if (!moved)
-		return false;
-	from_avg = &cpu_load_avg[cpu_idx(from)];
-	*from_avg -= moved < *from_avg ? moved : *from_avg;
-	cpu_load_avg[cpu_idx(cpu)] += moved;
-	return true;
+	cpu_load_move(from, cpu, moved);
+	return moved;
 }

@@ -97,7 +97,7 @@ struct_with_counters! {
 
         #[stat(desc = "CPUs per shard asked for (--shard-size or the default)")]
         pub shard_size: u64,
-        #[stat(desc = "per-CPU queues only (--shared-runq off)")]
+        #[stat(desc = "per-CPU queues only (--shared-runq off, or auto on a small machine)")]
         pub no_shared_runq: Flag,
         #[stat(desc = "CPUs of each shard, by shard id")]
         pub shards: Vec<CpuIds>,

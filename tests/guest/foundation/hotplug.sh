@@ -11,7 +11,7 @@ attached() {
     done
     wait_state enabled 60
 }
-start_mosaic --gb-parent gb --stats 0 --stats-file /tmp/s.json || exit 1
+start_mosaic --shared-runq=shard --gb-parent gb --stats 0 --stats-file /tmp/s.json || exit 1
 sysbench_in_cgroup gb/a 4 24
 sysbench_in_cgroup gb/b 4 24
 sleep 4
