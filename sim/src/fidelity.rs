@@ -204,7 +204,9 @@ fn agrees_relative(vm: f64, sim: f64) -> bool {
 }
 
 /// Run the simulator on @machine with @workload (and cost overrides
-/// @costs, k=v); its JSON.
+/// @costs, k=v); its JSON. Every run has the report's step jitter
+/// (report::STEP_JITTER), as the seed rows do: without it the seed reaches
+/// only bpf_get_prandom_u32() and the seeds run much the same trajectory.
 fn simulate(
     exe: &Path,
     dir: &Path,
@@ -227,6 +229,10 @@ fn simulate(
             workload,
             "--seed",
             &seed.to_string(),
+        ])
+        .args([
+            "--cost",
+            &format!("step_jitter={}", crate::report::STEP_JITTER),
         ])
         .args(costs.iter().flat_map(|c| ["--cost", c.as_str()]))
         .arg("--json")
@@ -287,13 +293,15 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     let vm: Value = serde_json::from_str(&text).with_context(|| path.display().to_string())?;
     let workloads = vm["workloads"].as_object().context("no workloads")?;
     let presets = vm["presets"].as_object().context("no presets")?;
+    let j = crate::report::STEP_JITTER;
     writeln!(
         md,
         "scx_mosaic's counters under the bench workloads in the VM (`{}`, commit {}, {}, {} rounds; \
          {}: TCG models no caches and runs the vCPUs in turn on one host thread, so the VM side is \
          noisy) against the simulator running the same BPF on the same preset, a guest \
          there too (`--same-rq-pull`'s auto is on), {SEEDS} times per cell (RNG seeds \
-         {seed}–{}). Each cell is \
+         {seed}–{}, each step's CPU time scaled by a factor drawn in [1 − {j}, 1 + {j}] as in \
+         the seed rows). Each cell is \
          a ratio of counters: VM median (min–max over the rounds) | simulated on the hardware model | \
          simulated on the model of the VM's host thread (TCG sim, below); a simulated cell is the \
          median over the seeds (min–max over them). A cell is trivial \
