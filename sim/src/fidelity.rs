@@ -16,6 +16,8 @@ use std::process::Command;
 
 /// A cell within this relative distance of the VM's median agrees.
 const TOLERANCE: f64 = 0.20;
+/// RNG seeds per simulated cell (seed, seed+1, ...): with 5 the TCG count moved 2 cells between base seeds 1 and 6, with 15 none (1, 16); ~20 ms a run.
+const SEEDS: u64 = 15;
 /// A VM share under this is too small for a relative comparison: such a
 /// cell is trivial (Class::UnderFloor).
 const ABS_FLOOR: f64 = 0.01;
@@ -144,18 +146,15 @@ fn ratio(r: &Ratio, counters: &Value, wall_ns: f64) -> Option<f64> {
     (den > 0.0).then(|| num / den)
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+/// The median of @v (stats::median), None for none.
+fn median(v: Vec<f64>) -> Option<f64> {
+    (!v.is_empty()).then(|| crate::stats::median(&v))
 }
+
+/// One compared cell: ratio, preset, workload, the VM's median, the
+/// simulated median over the SEEDS seeds, its class, and the simulated
+/// (min, max) over those seeds.
+type Cell<'a> = (&'a str, String, String, f64, f64, Class, (f64, f64));
 
 /// Values this close to 0 or 1 count as exactly that for the classes.
 const EXACT: f64 = 0.0005;
@@ -204,7 +203,9 @@ fn agrees_relative(vm: f64, sim: f64) -> bool {
 }
 
 /// Run the simulator on @machine with @workload (and cost overrides
-/// @costs, k=v); its JSON.
+/// @costs, k=v); its JSON. Every run has the report's step jitter
+/// (report::STEP_JITTER), as the seed rows do: without it the seed reaches
+/// only bpf_get_prandom_u32() and the seeds run much the same trajectory.
 fn simulate(
     exe: &Path,
     dir: &Path,
@@ -214,7 +215,7 @@ fn simulate(
     costs: &[String],
 ) -> Result<Value> {
     let out = dir.join(format!(
-        "fidelity-{machine}-{}{}.json",
+        "fidelity-{machine}-s{seed}-{}{}.json",
         workload.replace([':', ',', '='], "_"),
         costs.join("_").replace(['=', '.'], "_")
     ));
@@ -228,6 +229,10 @@ fn simulate(
             "--seed",
             &seed.to_string(),
         ])
+        .args([
+            "--cost",
+            &format!("step_jitter={}", crate::report::STEP_JITTER),
+        ])
         .args(costs.iter().flat_map(|c| ["--cost", c.as_str()]))
         .arg("--json")
         .arg(&out)
@@ -240,6 +245,36 @@ fn simulate(
         );
     }
     Ok(serde_json::from_str(&std::fs::read_to_string(&out)?)?)
+}
+
+/// simulate() once per seed of @seed..@seed+SEEDS; the runs in seed order.
+fn simulate_seeds(
+    exe: &Path,
+    dir: &Path,
+    machine: &str,
+    workload: &str,
+    seed: u64,
+    costs: &[String],
+) -> Result<Vec<Value>> {
+    (seed..seed + SEEDS)
+        .map(|s| simulate(exe, dir, machine, workload, s, costs))
+        .collect()
+}
+
+/// The median workload time (s) of the simulated runs @sims.
+fn median_workload_time(sims: &[Value]) -> Option<f64> {
+    median(sims.iter().filter_map(workload_time).collect())
+}
+
+/// Ratio @r over the simulated runs @sims (those with a denominator): the
+/// median and the (min, max); None when no run has one.
+fn sim_ratio(r: &Ratio, sims: &[Value]) -> Option<(f64, (f64, f64))> {
+    let v: Vec<f64> = sims
+        .iter()
+        .filter_map(|s| ratio(r, &s["counters"], workload_time(s).unwrap_or(0.0) * 1e9))
+        .collect();
+    let range = span(&v);
+    median(v).map(|m| (m, range))
 }
 
 /// The "Simulator against the VM" section, from the VM counters at @path.
@@ -257,17 +292,21 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     let vm: Value = serde_json::from_str(&text).with_context(|| path.display().to_string())?;
     let workloads = vm["workloads"].as_object().context("no workloads")?;
     let presets = vm["presets"].as_object().context("no presets")?;
+    let j = crate::report::STEP_JITTER;
     writeln!(
         md,
         "scx_mosaic's counters under the bench workloads in the VM (`{}`, commit {}, {}, {} rounds; \
          {}: TCG models no caches and runs the vCPUs in turn on one host thread, so the VM side is \
-         noisy) against the simulator running the same BPF on the same preset (seed {seed}), a guest \
-         there too (`--same-rq-pull`'s auto is on). Each cell is \
+         noisy) against the simulator running the same BPF on the same preset, a guest \
+         there too (`--same-rq-pull`'s auto is on), {SEEDS} times per cell (RNG seeds \
+         {seed}–{}, each step's CPU time scaled by a factor drawn in [1 − {j}, 1 + {j}] as in \
+         the seed rows). Each cell is \
          a ratio of counters: VM median (min–max over the rounds) | simulated on the hardware model | \
-         simulated on the model of the VM's host thread (TCG sim, below). A cell is trivial \
+         simulated on the model of the VM's host thread (TCG sim, below); a simulated cell is the \
+         median over the seeds (min–max over them). A cell is trivial \
          when both sides are 0 (0/0) or both 1 (1/1), or when the VM's share is under {ABS_FLOOR} \
          (agreement there says little); trivial cells are marked (t). A non-trivial simulated cell \
-         marked ✗ is more than {:.0} % from the VM's median. Ratios, not \
+         marked ✗ has its median more than {:.0} % from the VM's median. Ratios, not \
          counts: the simulator's programs are behavioural models, so their event counts differ by \
          design. Workloads (VM → simulator): {}.\n",
         path.display(),
@@ -275,6 +314,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         vm["date"].as_str().unwrap_or("?"),
         vm["rounds"],
         vm["accelerator"].as_str().unwrap_or("?"),
+        seed + SEEDS - 1,
         TOLERANCE * 100.0,
         workloads
             .iter()
@@ -294,12 +334,12 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     let slowdowns = tcg_calibration(exe, dir, presets, workloads, seed, &bg_opts)?;
     // the background probe's VM runs and simulated runs (hardware, TCG), and
     // every other workload's VM runs: the background paragraph
-    let mut probe: Vec<(Value, Value, Value)> = Vec::new();
+    let mut probe: [Vec<Value>; 3] = Default::default();
     let mut others: Vec<Value> = Vec::new();
-    // every compared cell: (ratio, preset, workload, vm, sim, class), on
-    // the hardware model and on the model of the VM's host thread
-    let mut compared: Vec<(&str, String, String, f64, f64, Class)> = Vec::new();
-    let mut compared_tcg: Vec<(&str, String, String, f64, f64, Class)> = Vec::new();
+    // every compared cell, on the hardware model and on the model of the
+    // VM's host thread
+    let mut compared: Vec<Cell> = Vec::new();
+    let mut compared_tcg: Vec<Cell> = Vec::new();
     // wall times: (workload, preset, VM median, hardware model, host-thread model)
     let mut walls: Vec<(String, String, f64, f64, f64)> = Vec::new();
     for (preset, runs) in presets {
@@ -317,24 +357,27 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         for (name, w) in workloads {
             let workload = format!("{}{bg_opts}", w["sim"].as_str().unwrap_or(""));
             let workload = workload.as_str();
-            let hw = simulate(exe, dir, preset, workload, seed, &[])?;
+            let hw = simulate_seeds(exe, dir, preset, workload, seed, &[])?;
             let cost = [format!("tcg_slowdown={:.3}", slowdowns[name])];
-            let tcg = simulate(exe, dir, preset, workload, seed, &cost)?;
+            let tcg = simulate_seeds(exe, dir, preset, workload, seed, &cost)?;
             let vm_wall = median(vm_walls(runs, name));
-            if let (Some(v), Some(h), Some(t)) = (vm_wall, workload_time(&hw), workload_time(&tcg))
-            {
+            if let (Some(v), Some(h), Some(t)) = (
+                vm_wall,
+                median_workload_time(&hw),
+                median_workload_time(&tcg),
+            ) {
                 walls.push((name.clone(), preset.clone(), v, h, t));
             }
             for x in runs.iter().filter(|x| x["workload"] == name.as_str()) {
                 if name == BACKGROUND_PROBE {
-                    probe.push((
-                        x["counters"].clone(),
-                        hw["counters"].clone(),
-                        tcg["counters"].clone(),
-                    ));
+                    probe[0].push(x["counters"].clone());
                 } else {
                     others.push(x["counters"].clone());
                 }
+            }
+            if name == BACKGROUND_PROBE {
+                probe[1].extend(hw.iter().map(|s| s["counters"].clone()));
+                probe[2].extend(tcg.iter().map(|s| s["counters"].clone()));
             }
             sims.push((hw, tcg));
         }
@@ -356,10 +399,10 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
                 };
                 write!(md, " {vm_cell} |")?;
                 for (sim, cells) in [(hw, &mut compared), (tcg, &mut compared_tcg)] {
-                    let wall = workload_time(sim).unwrap_or(0.0) * 1e9;
-                    let sim_val = ratio(r, &sim["counters"], wall);
-                    if let (Some(v), Some(s)) = (vm_med, sim_val) {
-                        cells.push((r.name, preset.clone(), name.clone(), v, s, classify(v, s)));
+                    let sim_val = sim_ratio(r, sim);
+                    if let (Some(v), Some((s, range))) = (vm_med, sim_val) {
+                        let class = classify(v, s);
+                        cells.push((r.name, preset.clone(), name.clone(), v, s, class, range));
                     }
                     write!(md, " {} |", sim_cell(vm_med, sim_val))?;
                 }
@@ -513,16 +556,16 @@ fn placed_aside_sync(c: &Value) -> f64 {
 }
 
 /// The paragraph on the guest's background: what BACKGROUND_PROBE's VM runs
-/// (@probe: VM counters with the simulated hardware and TCG counters of the
-/// same preset) count besides the workload's own pair wakeups, against the
-/// simulator's, and its share of the other workloads' VM counts (@others);
-/// None without probe runs.
+/// (@probe: the VM's counters, the simulated hardware model's and TCG
+/// model's, every seed on every preset) count besides the workload's own
+/// pair wakeups, against the simulator's, and its share of the other
+/// workloads' VM counts (@others); None without probe runs.
 fn background_note(
-    probe: &[(Value, Value, Value)],
+    probe: &[Vec<Value>; 3],
     others: &[Value],
     fit: Option<&BackgroundFit>,
 ) -> Option<String> {
-    if probe.is_empty() {
+    if probe[0].is_empty() {
         return None;
     }
     // per run: other wakeups placed at once, empty dispatches, pulls from a
@@ -533,13 +576,7 @@ fn background_note(
         _ => sum(c, kinds[k]),
     };
     let med = |col: usize, k: usize| {
-        median(
-            probe
-                .iter()
-                .map(|r| count([&r.0, &r.1, &r.2][col], k))
-                .collect(),
-        )
-        .unwrap_or(0.0)
+        median(probe[col].iter().map(|c| count(c, k)).collect()).unwrap_or(0.0)
     };
     let fmt = |col: usize| {
         (0..kinds.len())
@@ -588,12 +625,12 @@ fn background_note(
          run (median of {} runs) {} other wakeups placed at once, {} empty dispatches, {} pulls \
          from a CPU's own queue (tasks pinned to one CPU) and {} hand-overs in enqueue; the \
          simulated `{BACKGROUND_PROBE}` counts {}, {}, {} and {} on the hardware model ({}, {}, \
-         {} and {} on the TCG sim). Those are the guest's own tasks over the scheduler's whole \
+         {} and {} on the TCG sim; medians of {} runs, {SEEDS} seeds on each preset). Those are the guest's own tasks over the scheduler's whole \
          load, not only the workload's time: its userspace agent, kernel threads, the harness's \
          shell. Against the other workloads' VM runs that count is a median {e:.0} % \
          ({elo:.0}–{ehi:.0} %) of their empty dispatches and {w:.0} % ({wlo:.0}–{whi:.0} %) \
          of their wakeups placed at once. {model}",
-        probe.len(),
+        probe[0].len(),
         vm[0],
         vm[1],
         vm[2],
@@ -606,17 +643,33 @@ fn background_note(
         tcg[1],
         tcg[2],
         tcg[3],
+        probe[1].len(),
     ))
 }
 
-/// The sentence that counts the compared cells by class, and the share of
-/// non-trivial ones within TOLERANCE.
-fn cell_summary(compared: &[(&str, String, String, f64, f64, Class)]) -> String {
+/// Whether the simulated (min, max) @range over the seeds reaches across an
+/// edge of the ±TOLERANCE band around the VM's @vm: some seeds inside it,
+/// some outside, so one seed alone could have given the other verdict.
+fn crosses_band(vm: f64, range: (f64, f64)) -> bool {
+    let (lo, hi) = range;
+    let inside = agrees_relative(vm, lo) && agrees_relative(vm, hi);
+    let outside = hi < vm * (1.0 - TOLERANCE) || lo > vm * (1.0 + TOLERANCE);
+    !inside && !outside
+}
+
+/// The sentence that counts the compared cells by class, the share of
+/// non-trivial ones whose median is within TOLERANCE, and how many of those
+/// a single seed could have decided otherwise.
+fn cell_summary(compared: &[Cell]) -> String {
     let count = |k: Class| compared.iter().filter(|c| c.5 == k).count();
     let nontrivial = count(Class::NonTrivial);
     let within = compared
         .iter()
         .filter(|c| c.5 == Class::NonTrivial && agrees_relative(c.3, c.4))
+        .count();
+    let crossing = compared
+        .iter()
+        .filter(|c| c.5 == Class::NonTrivial && crosses_band(c.3, c.6))
         .count();
     let trivial: Vec<String> = [Class::Zeros, Class::Ones, Class::UnderFloor]
         .iter()
@@ -624,7 +677,10 @@ fn cell_summary(compared: &[(&str, String, String, f64, f64, Class)]) -> String 
         .collect();
     format!(
         "{} cells compared (– : the ratio's denominator was zero, nothing to compare): {} trivial \
-         ({}) and {nontrivial} {}; of these, {within} are within ±{:.0} % of the VM's median ({:.0} %).",
+         ({}) and {nontrivial} {}; of these, {within} are within ±{:.0} % of the VM's median ({:.0} %), \
+         by the median over the {SEEDS} seeds; on {crossing} of the {nontrivial} the seeds' \
+         min–max reaches across an edge of that band (one seed alone could have given the other \
+         verdict).",
         compared.len(),
         compared.len() - nontrivial,
         trivial.join(", "),
@@ -653,23 +709,24 @@ fn vm_walls(runs: &[Value], name: &str) -> Vec<f64> {
         .collect()
 }
 
-/// A simulated cell of the table: ✗ when non-trivial and off the VM's
+/// A simulated cell of the table, @sim: the median over the seeds and
+/// their (min, max); ✗ when non-trivial and the median is off the VM's
 /// median @vm by more than TOLERANCE, (t) when trivial.
-fn sim_cell(vm: Option<f64>, sim: Option<f64>) -> String {
-    match (vm, sim) {
-        (Some(v), Some(s)) => match classify(v, s) {
-            Class::NonTrivial if agrees_relative(v, s) => format!("{s:.3}"),
-            Class::NonTrivial => format!("{s:.3} ✗"),
-            _ => format!("{s:.3} (t)"),
-        },
-        (_, Some(s)) => format!("{s:.3}"),
-        (_, None) => "–".into(),
+fn sim_cell(vm: Option<f64>, sim: Option<(f64, (f64, f64))>) -> String {
+    let Some((s, (lo, hi))) = sim else {
+        return "–".into();
+    };
+    let val = format!("{s:.3} ({lo:.3}–{hi:.3})");
+    match vm.map(|v| (v, classify(v, s))) {
+        Some((v, Class::NonTrivial)) if !agrees_relative(v, s) => format!("{val} ✗"),
+        Some((_, Class::NonTrivial)) | None => val,
+        Some(_) => format!("{val} (t)"),
     }
 }
 
 /// The host-thread model's slowdown per workload: the VM's median wall time
-/// on CALIBRATION_PRESET over the model's at slowdown 1 there (1 without
-/// VM runs on that preset).
+/// on CALIBRATION_PRESET over the model's median over the SEEDS seeds at
+/// slowdown 1 there (1 without VM runs on that preset).
 fn tcg_calibration(
     exe: &Path,
     dir: &Path,
@@ -688,8 +745,8 @@ fn tcg_calibration(
         if let Some(vm) = median(vm_walls(runs, name)) {
             let workload = format!("{}{bg_opts}", w["sim"].as_str().unwrap_or(""));
             let one = ["tcg_slowdown=1".to_string()];
-            let sim = simulate(exe, dir, CALIBRATION_PRESET, &workload, seed, &one)?;
-            if let Some(t) = workload_time(&sim).filter(|t| *t > 0.0) {
+            let sims = simulate_seeds(exe, dir, CALIBRATION_PRESET, &workload, seed, &one)?;
+            if let Some(t) = median_workload_time(&sims).filter(|t| *t > 0.0) {
                 slowdown = (vm / t).max(1.0);
             }
         }
@@ -702,16 +759,15 @@ fn tcg_calibration(
 /// the hardware model (@base) on the presets it was not calibrated on, with
 /// the slowdowns and the wall times (@walls) of both models beside the VM's.
 fn tcg_summary(
-    base: &[(&str, String, String, f64, f64, Class)],
-    tcg: &[(&str, String, String, f64, f64, Class)],
+    base: &[Cell],
+    tcg: &[Cell],
     slowdowns: &std::collections::BTreeMap<String, f64>,
     walls: &[(String, String, f64, f64, f64)],
 ) -> String {
     // (ratio, agrees on the hardware model, agrees on the host-thread model)
     let mut cells: Vec<(&str, bool, bool)> = Vec::new();
     for t in tcg.iter().filter(|t| t.1 != CALIBRATION_PRESET) {
-        let same =
-            |b: &&(&str, String, String, f64, f64, Class)| b.0 == t.0 && b.1 == t.1 && b.2 == t.2;
+        let same = |b: &&Cell| b.0 == t.0 && b.1 == t.1 && b.2 == t.2;
         if let Some(b) = base.iter().find(same) {
             if b.5 == Class::NonTrivial || t.5 == Class::NonTrivial {
                 cells.push((t.0, agrees_relative(b.3, b.4), agrees_relative(t.3, t.4)));
@@ -756,11 +812,13 @@ fn tcg_summary(
          (sim/src/engine/tcg.rs) runs one vCPU at a time, as QEMU's single-threaded TCG does: a \
          turn ends when its vCPU idles or a host timer (a tick) kicks it off the thread, and the \
          guest's work and overheads take S times their hardware time. S is fitted per workload on \
-         `{CALIBRATION_PRESET}`'s wall time (the VM's median over the model's at S = 1: {}), and \
+         `{CALIBRATION_PRESET}`'s wall time (the VM's median over the model's at S = 1, its median \
+         over the {SEEDS} seeds: {}), and \
          the model is tested on the other presets' cells, which no fit saw. There, on the {n} \
          cells non-trivial in either model, the host-thread model agrees on {on_tcg} ({:.0} %), \
-         the hardware model on {on_base} ({:.0} %); rows where the two differ: {}. Wall time \
-         across the presets: {}.",
+         the hardware model on {on_base} ({:.0} %), each by its median over the seeds; rows where \
+         the two differ: {}. Wall time across the presets (a simulated one: the median over the \
+         seeds): {}.",
         s.join(", "),
         on_tcg as f64 * 100.0 / n.max(1) as f64,
         on_base as f64 * 100.0 / n.max(1) as f64,
@@ -831,10 +889,11 @@ mod tests {
                 vm,
                 sim,
                 classify(vm, sim),
+                (sim, sim),
             )
         };
         let name = RATIOS[0].name;
-        let named = |c: (&str, String, String, f64, f64, Class)| (name, c.1, c.2, c.3, c.4, c.5);
+        let named = |c: Cell| (name, c.1, c.2, c.3, c.4, c.5, c.6);
         // calibration preset: the host-thread model agrees, the hardware one
         // not; another preset: both agree; a third: only the host-thread model
         let base = [
@@ -876,10 +935,10 @@ mod tests {
         let tcg = json!({"wake_sync": 1000, "prev_kept": 3, "dispatch_empty": 5});
         let other = json!({"dispatch_empty": 200, "prev_kept": 100, "wake_sync": 40});
         assert_eq!(
-            background_note(&[], std::slice::from_ref(&other), None),
+            background_note(&Default::default(), std::slice::from_ref(&other), None),
             None
         );
-        let s = background_note(&[(vm, hw, tcg)], &[other], None).unwrap();
+        let s = background_note(&[vec![vm], vec![hw], vec![tcg]], &[other], None).unwrap();
         assert!(
             s.contains(
                 "(median of 1 runs) 70 other wakeups placed at once, 100 empty \
@@ -892,6 +951,7 @@ mod tests {
             s.contains("counts 2, 4, 0 and 0 on the hardware model (3, 5, 0 and 0"),
             "{s}"
         );
+        assert!(s.contains("medians of 1 runs"), "{s}");
         // 100 of 200 empty dispatches, 70 of 140 wakeups placed at once
         assert!(
             s.contains("a median 50 % (50–50 %) of their empty dispatches"),
@@ -937,41 +997,57 @@ mod tests {
         assert_eq!(classify(1.0, 0.9), Class::NonTrivial);
         assert_eq!(classify(0.031, 0.0), Class::NonTrivial);
         assert!(agrees_relative(0.5, 0.59) && !agrees_relative(0.5, 0.61));
-        let cells = [
-            (
-                "r",
-                "p".to_string(),
-                "w".to_string(),
-                0.0,
-                0.0,
-                Class::Zeros,
-            ),
-            (
-                "r",
-                "p".to_string(),
-                "w".to_string(),
-                0.5,
-                0.55,
-                Class::NonTrivial,
-            ),
-            (
-                "r",
-                "p".to_string(),
-                "w".to_string(),
-                0.5,
-                0.9,
-                Class::NonTrivial,
-            ),
+        // (vm, simulated median, simulated min–max over the seeds)
+        let table = [
+            (0.0, 0.0, (0.0, 0.0)),
+            (0.5, 0.55, (0.45, 0.58)),
+            (0.5, 0.9, (0.5, 1.0)),
+            (0.5, 0.7, (0.65, 0.75)),
         ];
+        let cells: Vec<Cell> = table
+            .iter()
+            .map(|&(v, m, r)| ("r", "p".into(), "w".into(), v, m, classify(v, m), r))
+            .collect();
         let s = cell_summary(&cells);
-        assert!(s.starts_with("3 cells compared"), "{s}");
+        assert!(s.starts_with("4 cells compared"), "{s}");
         assert!(
-            s.contains("1 trivial (1 0/0, 0 1/1, 0 VM share under the floor) and 2 non-trivial"),
+            s.contains("1 trivial (1 0/0, 0 1/1, 0 VM share under the floor) and 3 non-trivial"),
             "{s}"
         );
         assert!(
-            s.contains("of these, 1 are within ±20 % of the VM's median (50 %)"),
+            s.contains("of these, 1 are within ±20 % of the VM's median (33 %)"),
             "{s}"
+        );
+        // 0.5 against 0.5–1.0 reaches across; 0.45–0.58 and 0.65–0.75 do not
+        assert!(
+            s.contains("on 1 of the 3 the seeds' min–max reaches"),
+            "{s}"
+        );
+        // the table's cells say what the sentence counts: as many non-trivial
+        // cells without ✗ as it calls within the band
+        let rendered: Vec<String> = table
+            .iter()
+            .map(|&(v, m, r)| sim_cell(Some(v), Some((m, r))))
+            .collect();
+        assert_eq!(
+            rendered,
+            [
+                "0.000 (0.000–0.000) (t)",
+                "0.550 (0.450–0.580)",
+                "0.900 (0.500–1.000) ✗",
+                "0.700 (0.650–0.750) ✗"
+            ]
+        );
+        let unmarked = rendered
+            .iter()
+            .filter(|c| !c.contains('✗') && !c.ends_with("(t)"));
+        assert_eq!(unmarked.count(), 1);
+        assert!(crosses_band(0.5, (0.35, 0.5)) && crosses_band(0.5, (0.3, 0.7)));
+        assert!(!crosses_band(0.5, (0.41, 0.59)) && !crosses_band(0.5, (0.61, 0.9)));
+        assert_eq!(sim_cell(Some(0.5), None), "–");
+        assert_eq!(
+            sim_cell(None, Some((0.2, (0.1, 0.3)))),
+            "0.200 (0.100–0.300)"
         );
     }
 }

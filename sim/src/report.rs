@@ -1009,7 +1009,12 @@ fn render(
         let cells = crate::design::run(exe, dir, o.jobs, o.base_seed)?;
         let costs = crate::design::costs(exe, dir, o.base_seed)?;
         crate::design::section(&mut md, &cells, &costs)?;
+        let t = std::time::Instant::now();
         crate::fidelity::section(&mut md, exe, dir, &o.vm_counters, o.base_seed)?;
+        eprintln!(
+            "mosaic-sim report: simulator against the VM in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
     }
     why_section(&mut md, outcomes)?;
     Ok(md)
