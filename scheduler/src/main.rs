@@ -368,14 +368,11 @@ fn parse_opts() -> Opts {
     }
 }
 
-/// Why --shared-runq auto chose what it did on @nr_cpu_ids CPU ids.
-fn auto_reason(nr_cpu_ids: usize) -> String {
-    let limit = AUTO_PER_CPU_MAX_CPUS;
-    if nr_cpu_ids <= limit {
-        format!("auto: at most {limit} CPUs")
-    } else {
-        format!("auto: more than {limit} CPUs")
-    }
+/// Why --shared-runq auto chose per-CPU queues (@per_cpu) or the shard design
+/// (the choice itself is tunables::shared_runq_design()'s).
+fn auto_reason(per_cpu: bool) -> String {
+    let side = if per_cpu { "at most" } else { "more than" };
+    format!("auto: {side} {AUTO_PER_CPU_MAX_CPUS} CPUs")
 }
 
 /// Prints what the scheduler is about to run on.
@@ -397,7 +394,7 @@ fn print_banner(plan: &LoadPlan) {
             format!(
                 "per-CPU queues, the kernel's newidle balance (--shared-runq {})",
                 if plan.design_by_size {
-                    auto_reason(topo.nr_cpu_ids)
+                    auto_reason(true)
                 } else {
                     "off".to_string()
                 }
@@ -412,7 +409,7 @@ fn print_banner(plan: &LoadPlan) {
                 "shard queues {} (--shared-runq {}){}",
                 lists(&layout.shards),
                 if plan.design_by_size {
-                    auto_reason(topo.nr_cpu_ids)
+                    auto_reason(false)
                 } else {
                     "shard".to_string()
                 },

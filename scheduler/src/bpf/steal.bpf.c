@@ -558,8 +558,7 @@ static __always_inline bool steal_scan(s32 cpu)
  * waiters of its own. Loads can even out while weights do not: a CPU running
  * two busy loops of a heavy cgroup weighs as much as one running six of a light
  * cgroup, no move of x < H - L exists between them, and the heavy cgroup's two
- * loops shared one CPU for seconds (a trace showed it; cpu.weight 100:300 read
- * 1:2.24-2.65 in 8 of 74 runs, 1llc, TCG; EEVDF about 1:2.26). After the swap
+ * loops would share one CPU for seconds. After the swap
  * the light tasks wait on the heavier CPU, and the next balances spread them. A
  * CPU with no waiter takes no swap, so three equal busy loops on two CPUs do
  * not bounce between them. With equal shares this is a move when the queues
