@@ -290,6 +290,10 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	waited = wait_end(p, tctx, now);
+	if (tctx->woke_on_idle) {
+		tctx->woke_on_idle = false;
+		idle_start_note(cpu, waited);
+	}
 	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu)
 		stat_inc(STAT_MIGRATIONS);
 	tctx->last_cpu = cpu;
@@ -318,6 +322,7 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	if (!tctx)
 		return;
 	ran = task_ran(tctx, now);
+	pair_run_on_note(tctx, cpu, now);
 	llc_balance_stopping(cpu);
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran, now);

@@ -101,10 +101,17 @@ struct task_ctx {
 	u64 runnable_at;      /* when it last became runnable, 0: running */
 	u64 group_checked_at; /* last tick that checked its partition */
 	u64 last_charge;      /* vtime its current or last run cost it */
+	u64 pair_woke_at;     /* when it last sync-woke the task it pairs
+			       * with, 0: it has stopped since */
+	u32 pair_long_share;  /* of its pair wakeups, the share after which
+			       * it ran on past PAIR_IDLE_STARTS idle
+			       * starts, 1/1024ths, decayed */
 	u32 vtime_clock;      /* clock its vtime is relative to (clock_id()) */
 	bool vtime_queued;    /* it waits in a vtime-ordered queue */
 	bool woke_busy;	      /* its select_cpu found no idle CPU: enqueue
 			       * does not search again */
+	bool woke_on_idle;    /* its select_cpu claimed an idle CPU for it: its
+			       * wait times how fast an idle CPU starts */
 	bool in_idle_cgroup;  /* one of its cgroups has cpu.idle (as of its
 			       * last charge) */
 	u32 bw_parked;	      /* on a cpu.max park queue; cleared by one
@@ -687,6 +694,11 @@ static __always_inline void place_woken(struct task_struct *p,
 /* ops.enqueue: hand a woken task to the CPU claimed for it, if any */
 static __always_inline bool
 hand_over_woken(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags);
+/* ops.running: a task woken onto @cpu while idle waited @ns to start */
+static __always_inline void idle_start_note(s32 cpu, u64 ns);
+/* ops.stopping: the pair rule's run-on of a waker, from its last pair wakeup */
+static __always_inline void pair_run_on_note(struct task_ctx *tctx, s32 cpu,
+					     u64 now);
 
 /* wait.bpf.c: runnable waits */
 static __always_inline void wait_begin(struct task_ctx *tctx, u64 now);

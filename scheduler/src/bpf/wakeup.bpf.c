@@ -6,7 +6,8 @@
  * WHAT
  * One path for symmetric and asymmetric machines. Two tasks that wake each
  * other in turn share a CPU: a sync wakeup within such a pair runs the wakee
- * next on the waker's CPU. Otherwise a waking task keeps its previous CPU if
+ * next on the waker's CPU, as long as the waker sleeps soon after its
+ * wakeups (below). Otherwise a waking task keeps its previous CPU if
  * that CPU is idle and the task fits it (seed 002); a sync wakeup (the waker
  * is about to sleep) may take the waker's CPU if prev is busy. Otherwise
  * the nearest idle CPU: an idle whole core, then an idle CPU, in prev's L2
@@ -35,6 +36,13 @@
  * direct-insert domain (the kernel's behaviour before seed 001);
  * --no-prev-first sends asymmetric wakeups straight to the capacity scan,
  * starting at the waker's CPU (the kernel's behaviour before seed 002);
+ * The pair rule's test of "sleeps soon": each LLC keeps a decayed average
+ * of how long a task woken onto an idle CPU of it waited to run
+ * (llc_idle_start_ns); each task, the decayed share of its sync wakeups of
+ * its pair after which it ran on, to its next ops.stopping, past
+ * PAIR_IDLE_STARTS such idle starts (pair_long_share). A waker keeps its
+ * wakee while that share is at most a half. The run-on is measured at every
+ * pair wakeup, kept or not, so a waker whose habits change gets its pair back.
  * --no-wake-pair turns the pair rule off, so that an A/B of --no-prev-first
  * under it changes what seed 002 changed, the prev check in front of the
  * capacity search (the pair rule, checked first, otherwise decides most
@@ -46,6 +54,14 @@
  * seed measured hackbench 49 s -> 34 s and perf messaging 10.9 s -> 7.4 s
  * from scoping the direct path to the L2. Prev first keeps a task's cache
  * and stops the asymmetric scan from migrating on every wakeup.
+ * The pair rule trades the wakee's wait behind its waker for the wakeup's
+ * interrupt and idle exit: perf pipe's waker sleeps 4-5 us after waking, and
+ * sharing a CPU doubles its throughput; redis-server answers its other
+ * clients for ~400 us first, and its wakee then waits that long instead of
+ * the ~50 us an idle CPU takes to start it (TCG, docs/bench/analysis.md).
+ * Spreading costs the wakee one idle start and the machine about as much
+ * again (the interrupt, the idle exit), hence twice the idle start as the
+ * bound.
  */
 
 /* Count where the idle CPU @cpu was found for a task that ran on @prev. */
@@ -71,10 +87,82 @@ static __always_inline bool sync_target_ok(struct task_struct *p, u32 util,
 	       task_fits(this, util) && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
 }
 
+/* How many idle starts a waker's run-on may last, for its pair to share it. */
+#define PAIR_IDLE_STARTS 2
+/* A whole share (pair_long_share), in 1/1024ths. */
+#define PAIR_SHARE_ONE 1024
+
+/*
+ * Per LLC: how long a task woken onto one of its CPUs while idle waited to
+ * run, ns, a decayed average (an eighth per wait); 0 before the first. Per
+ * LLC, not per CPU: the CPU a pair lives on seldom idles, and a handful of
+ * its own samples would make a noisy bound.
+ */
+u64 llc_idle_start_ns[MAX_LLCS];
+
+/* A task woken onto @cpu while it was idle waited @ns: average it in. */
+static __always_inline void idle_start_note(s32 cpu, u64 ns)
+{
+	u32 llc = llc_of(cpu);
+	u64 avg;
+
+	if (!ns || llc >= MAX_LLCS)
+		return;
+	avg = llc_idle_start_ns[llc];
+	/* a lost update between CPUs only drops a sample */
+	llc_idle_start_ns[llc] = avg ? avg - avg / 8 + ns / 8 : ns;
+}
+
+/* The LLC of @cpu's idle start, ns (0: none measured yet). */
+static __always_inline u64 llc_idle_start(s32 cpu)
+{
+	u32 llc = llc_of(cpu);
+
+	return llc < MAX_LLCS ? llc_idle_start_ns[llc] : 0;
+}
+
+/*
+ * The task of @tctx stops on @cpu at @now: if it sync-woke its pair since it
+ * last stopped, count whether it ran on past PAIR_IDLE_STARTS idle starts of
+ * its LLC in its decayed share (a sixteenth per wakeup). The run-on, not the
+ * whole run: the wakee waits only for what follows the wakeup. A share, not
+ * an average: one long run-on (a tick, an interrupt, a vCPU that lost its
+ * host CPU) must not split a pair that ping-pongs, each split costing two
+ * migrations.
+ */
+static __always_inline void pair_run_on_note(struct task_ctx *tctx, s32 cpu,
+					     u64 now)
+{
+	u64 at = tctx->pair_woke_at, idle_start;
+	u32 share;
+
+	if (!at)
+		return;
+	tctx->pair_woke_at = 0;
+	idle_start = llc_idle_start(cpu);
+	share = tctx->pair_long_share;
+	share -= share / 16;
+	if (idle_start && time_before(at + PAIR_IDLE_STARTS * idle_start, now))
+		share += PAIR_SHARE_ONE / 16;
+	tctx->pair_long_share = share;
+}
+
+/*
+ * Whether the waker of @wctx sleeps soon enough after its pair wakeups for
+ * its wakee to wait for it: most of the time it stops within
+ * PAIR_IDLE_STARTS idle starts of its LLC.
+ */
+static __always_inline bool waker_sleeps_soon(const struct task_ctx *wctx)
+{
+	return wctx->pair_long_share <= PAIR_SHARE_ONE / 2;
+}
+
 /*
  * Whether @p and the task waking it wake each other in turn - a pipe or a
- * request/response pair: each was the other's last wakee. Records @p as the
- * waker's last wakee (a write to the waker's own context, nothing shared).
+ * request/response pair: each was the other's last wakee - and the waker
+ * sleeps soon after such wakeups (waker_sleeps_soon()). Records @p as the
+ * waker's last wakee and stamps the wakeup for its run-on (writes to the
+ * waker's own context, nothing shared).
  */
 static __always_inline bool wakes_in_pair(struct task_struct *p,
 					  struct task_ctx *tctx)
@@ -87,7 +175,14 @@ static __always_inline bool wakes_in_pair(struct task_struct *p,
 		return false;
 	pair = wctx->last_wakee == p->pid && tctx->last_wakee == waker->pid;
 	wctx->last_wakee = p->pid;
-	return pair;
+	if (!pair)
+		return false;
+	wctx->pair_woke_at = scx_bpf_now();
+	if (!waker_sleeps_soon(wctx)) {
+		stat_inc(STAT_WAKE_PAIR_DECLINED);
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -215,6 +310,7 @@ static __always_inline void place_woken(struct task_struct *p,
 {
 	s32 this = bpf_get_smp_processor_id();
 
+	tctx->woke_on_idle = cpu != this; /* its wait times an idle start */
 	if (cpu == this || cpus_share_l2(this, cpu)) {
 		stat_inc(STAT_INSERT_DIRECT_L2);
 	} else if (no_l2_locality && llc_of(this) == llc_of(cpu)) {
