@@ -615,6 +615,38 @@ fn the_vms_host_thread_runs_one_vcpu_at_a_time() {
 }
 
 #[test]
+fn an_idle_vcpu_runs_in_its_turn_what_its_queued_wakeups_gave_it() {
+    // An idle vCPU's turn serves the wakeups queued to it; the first one's
+    // ops.enqueue fills its local DSQ and asks for a reschedule on the spot.
+    // The vCPU must schedule in that turn, not give the host thread away and
+    // leave the task on an idle CPU until its next turn (21 ms here, which
+    // the simulator's idle-CPU check flags). The background of the VM's
+    // counters recorded at 219ad19 and the slowdown the report fitted on them
+    // made it happen at these two seeds.
+    let w = "hackbench:groups=2,fds=20,loops=100,startup=1,\
+             bg_ms=2093,bg_unbound_us=39392,bg_percpu_us=577424";
+    for seed in ["10", "13"] {
+        let (ok, j) = sim(
+            "tcg-queued-wakeups",
+            &[
+                "--machine",
+                "2llc-smt",
+                "--workload",
+                w,
+                "--cost",
+                "step_jitter=0.05",
+                "--cost",
+                "tcg_slowdown=8.937",
+                "--seed",
+                seed,
+            ],
+        );
+        assert!(ok, "seed {seed}: {} {}", j["exit"], j["invariants"]);
+        assert_eq!(j["invariants"]["ok"], true, "seed {seed}");
+    }
+}
+
+#[test]
 fn the_background_runs_before_the_workload_and_leaves_its_time_alone() {
     // pipe's pair alone makes only sync wakeups; with 0.5 s of background
     // before it the agent (every 50 ms), an unbound thread (every 10 ms)

@@ -109,7 +109,8 @@ pub(super) fn admit(e: &mut Engine, ev: Ev) -> bool {
 
 /// After an event: the vCPU holding the host thread serves the events
 /// raised for it while it was off, in order; one that halted with nothing
-/// pending gives the thread to the next that wants it.
+/// pending (no event, no reschedule on its way) gives the thread to the next
+/// that wants it.
 pub(super) fn serve(e: &mut Engine) {
     while e.exit.is_none() {
         let Some(on) = e.tcg.as_ref().and_then(|t| t.on) else {
@@ -119,9 +120,12 @@ pub(super) fn serve(e: &mut Engine) {
         if !tcg.pending[on].is_empty() {
             let ev = tcg.pending[on].remove(0);
             super::run::on_event(e, ev);
-        } else if e.cpus[on].curr.is_none() {
+        } else if e.cpus[on].curr.is_none() && !e.cpus[on].resched_pending {
             next_turn(e);
         } else {
+            // running, or idle with a reschedule on its way (its own kick,
+            // an insert into its local DSQ): a vCPU with an interrupt
+            // pending does not halt, it schedules in this turn
             return;
         }
     }
