@@ -298,6 +298,12 @@ static __always_inline u32 l2_of(s32 cpu)
 	return cpu_l2[cpu_idx(cpu)] & (MAX_L2S - 1);
 }
 
+/* @avg with sample @x folded in at an eighth: the kernel's avg_idle decay. */
+static __always_inline u64 decay_eighth(u64 avg, u64 x)
+{
+	return avg - avg / 8 + x / 8;
+}
+
 /* DSQ id of global shard @shard (see intf.h). */
 static __always_inline u64 shard_dsq_id(u32 shard)
 {

@@ -889,7 +889,7 @@ static __always_inline u64 newidle_avg_idle(struct newidle_state *st, u64 now)
 		avg = 2 * NEWIDLE_MIGRATION_COST_NS;
 	if (st->idle_at && time_before(st->idle_at, now)) {
 		spell = now - st->idle_at;
-		avg = avg - avg / 8 + spell / 8;
+		avg = decay_eighth(avg, spell);
 		if (avg > 2 * cap)
 			avg = 2 * cap;
 		st->idle_at = 0;

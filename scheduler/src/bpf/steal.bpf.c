@@ -252,7 +252,7 @@ static __always_inline void cpu_load_note(u32 cpu, u64 load)
 {
 	u64 *avg = &cpu_load_avg[cpu & (MAX_CPUS - 1)];
 
-	*avg = *avg - *avg / 8 + load / 8;
+	*avg = decay_eighth(*avg, load);
 }
 
 /* A balance moved a task of share @moved (0: none) from @from to @to: its

@@ -106,19 +106,17 @@ static __always_inline void idle_start_note(s32 cpu, u64 ns)
 	u32 llc = llc_of(cpu);
 	u64 avg;
 
-	if (!ns || llc >= MAX_LLCS)
+	if (!ns)
 		return;
 	avg = llc_idle_start_ns[llc];
 	/* a lost update between CPUs only drops a sample */
-	llc_idle_start_ns[llc] = avg ? avg - avg / 8 + ns / 8 : ns;
+	llc_idle_start_ns[llc] = avg ? decay_eighth(avg, ns) : ns;
 }
 
 /* The LLC of @cpu's idle start, ns (0: none measured yet). */
 static __always_inline u64 llc_idle_start(s32 cpu)
 {
-	u32 llc = llc_of(cpu);
-
-	return llc < MAX_LLCS ? llc_idle_start_ns[llc] : 0;
+	return llc_idle_start_ns[llc_of(cpu)];
 }
 
 /*
