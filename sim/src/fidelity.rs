@@ -74,7 +74,7 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's count also holds the guest's background (see its paragraph above), whose wakeups mostly find their previous CPU idle (prev_kept); the simulator runs it before the workload only, so where it is lower, suspect the background's wakeups during the workload and a start and an end that take longer under TCG than the model's fork and exit (not measured)",
+        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's count also holds the guest's background (see its paragraph above), whose wakeups mostly find their previous CPU idle (prev_kept); the simulator runs it before the workload only, so where it is lower, suspect the background's wakeups during the workload, and on the hardware model a start that takes longer under TCG than its fork (the host-thread model fits its forks on the VM's start-up)",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
@@ -331,7 +331,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         .as_ref()
         .map(|b| format!(",{}", b.opts()))
         .unwrap_or_default();
-    let slowdowns = tcg_calibration(exe, dir, presets, workloads, seed, &bg_opts)?;
+    let fits = tcg_calibration(exe, dir, presets, workloads, seed, &bg_opts)?;
     // the background probe's VM runs and simulated runs (hardware, TCG), and
     // every other workload's VM runs: the background paragraph
     let mut probe: [Vec<Value>; 3] = Default::default();
@@ -358,8 +358,13 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
             let workload = format!("{}{bg_opts}", w["sim"].as_str().unwrap_or(""));
             let workload = workload.as_str();
             let hw = simulate_seeds(exe, dir, preset, workload, seed, &[])?;
-            let cost = [format!("tcg_slowdown={:.3}", slowdowns[name])];
-            let tcg = simulate_seeds(exe, dir, preset, workload, seed, &cost)?;
+            let fit = &fits[name];
+            let cost = [format!("tcg_slowdown={:.3}", fit.slowdown)];
+            let tcg_workload = match fit.fork_ns {
+                Some(f) => format!("{workload},fork_ns={f}"),
+                None => workload.to_string(),
+            };
+            let tcg = simulate_seeds(exe, dir, preset, &tcg_workload, seed, &cost)?;
             let vm_wall = median(vm_walls(runs, name));
             if let (Some(v), Some(h), Some(t)) = (
                 vm_wall,
@@ -415,7 +420,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     writeln!(
         md,
         "{}\n",
-        tcg_summary(&compared, &compared_tcg, &slowdowns, &walls)
+        tcg_summary(&compared, &compared_tcg, &fits, &walls)
     )?;
     if let Some(note) = background_note(&probe, &others, bg.as_ref()) {
         writeln!(md, "{note}\n")?;
@@ -724,9 +729,60 @@ fn sim_cell(vm: Option<f64>, sim: Option<(f64, (f64, f64))>) -> String {
     }
 }
 
-/// The host-thread model's slowdown per workload: the VM's median wall time
-/// on CALIBRATION_PRESET over the model's median over the SEEDS seeds at
-/// slowdown 1 there (1 without VM runs on that preset).
+/// The VM's own times (s) of workload @name in @runs: the time the program
+/// itself reports (its start barrier to its last worker reaped).
+fn vm_owns(runs: &[Value], name: &str) -> Vec<f64> {
+    runs.iter()
+        .filter(|x| x["workload"] == name)
+        .filter_map(|x| x["own_s"].as_f64())
+        .collect()
+}
+
+/// The host-thread model's fit of one workload on CALIBRATION_PRESET.
+#[derive(Debug, Clone, PartialEq)]
+struct HostThreadFit {
+    /// S: how many times its hardware time the guest's work takes
+    slowdown: f64,
+    /// a fork's cost, ns of hardware time, for a program with a start-up
+    /// (None: the workload model's own)
+    fork_ns: Option<u64>,
+    /// whether S was fitted on the own time (else on the wall time, from VM
+    /// counters recorded without it)
+    on_own: bool,
+}
+
+/// Fit S and the fork's cost from the VM's medians on CALIBRATION_PRESET,
+/// wall time @wall and own time @own, and the model's at S = 1, the
+/// workload's time @t1 and its start-up @p1 (s; 0: none). With the own
+/// time, S is the VM's own time over the model's (its time less the
+/// start-up), and the fork's cost is scaled so that the start-up at S takes
+/// the VM's wall time less its own (the model's start-up is nearly all
+/// forks, in the main task, one after the other); without it, S is the wall
+/// time over the model's and the fork keeps its cost.
+fn host_thread_fit(wall: f64, own: Option<f64>, t1: f64, p1: f64) -> HostThreadFit {
+    match own {
+        Some(own) if t1 > p1 && wall >= own => {
+            let slowdown = (own / (t1 - p1)).max(1.0);
+            let fork_ns = (p1 > 0.0).then(|| {
+                (crate::workload::FORK_NS as f64 * (wall - own) / (slowdown * p1)).round() as u64
+            });
+            HostThreadFit {
+                slowdown,
+                fork_ns,
+                on_own: true,
+            }
+        }
+        _ => HostThreadFit {
+            slowdown: if t1 > 0.0 { (wall / t1).max(1.0) } else { 1.0 },
+            fork_ns: None,
+            on_own: false,
+        },
+    }
+}
+
+/// The host-thread model's fit per workload (host_thread_fit) from the VM's
+/// runs on CALIBRATION_PRESET and the model's at slowdown 1 there, medians
+/// over the SEEDS seeds (S = 1 without VM runs on that preset).
 fn tcg_calibration(
     exe: &Path,
     dir: &Path,
@@ -734,23 +790,33 @@ fn tcg_calibration(
     workloads: &serde_json::Map<String, Value>,
     seed: u64,
     bg_opts: &str,
-) -> Result<std::collections::BTreeMap<String, f64>> {
+) -> Result<std::collections::BTreeMap<String, HostThreadFit>> {
     let mut out = std::collections::BTreeMap::new();
     let runs = presets
         .get(CALIBRATION_PRESET)
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
     for (name, w) in workloads {
-        let mut slowdown = 1.0;
+        let mut fit = HostThreadFit {
+            slowdown: 1.0,
+            fork_ns: None,
+            on_own: false,
+        };
         if let Some(vm) = median(vm_walls(runs, name)) {
             let workload = format!("{}{bg_opts}", w["sim"].as_str().unwrap_or(""));
             let one = ["tcg_slowdown=1".to_string()];
             let sims = simulate_seeds(exe, dir, CALIBRATION_PRESET, &workload, seed, &one)?;
+            let startup = median(
+                sims.iter()
+                    .filter_map(|s| s["workload"]["startup_s"].as_f64())
+                    .collect(),
+            )
+            .unwrap_or(0.0);
             if let Some(t) = median_workload_time(&sims).filter(|t| *t > 0.0) {
-                slowdown = (vm / t).max(1.0);
+                fit = host_thread_fit(vm, median(vm_owns(runs, name)), t, startup);
             }
         }
-        out.insert(name.clone(), slowdown);
+        out.insert(name.clone(), fit);
     }
     Ok(out)
 }
@@ -761,7 +827,7 @@ fn tcg_calibration(
 fn tcg_summary(
     base: &[Cell],
     tcg: &[Cell],
-    slowdowns: &std::collections::BTreeMap<String, f64>,
+    fits: &std::collections::BTreeMap<String, HostThreadFit>,
     walls: &[(String, String, f64, f64, f64)],
 ) -> String {
     // (ratio, agrees on the hardware model, agrees on the host-thread model)
@@ -791,7 +857,7 @@ fn tcg_summary(
         format!("{lo:.3}–{hi:.3} s")
     };
     let mut times = Vec::new();
-    for name in slowdowns.keys() {
+    for name in fits.keys() {
         let w: Vec<_> = walls.iter().filter(|w| &w.0 == name).collect();
         if w.is_empty() {
             continue;
@@ -803,23 +869,48 @@ fn tcg_summary(
             range(w.iter().map(|w| w.3).collect()),
         ));
     }
-    let s: Vec<String> = slowdowns
+    let s: Vec<String> = fits
         .iter()
-        .map(|(k, v)| format!("{k} {v:.1}"))
+        .map(|(k, v)| format!("{k} {:.1}", v.slowdown))
         .collect();
+    let forks: Vec<String> = fits
+        .iter()
+        .filter_map(|(k, v)| v.fork_ns.map(|f| format!("{k} {:.0} µs", f as f64 / 1e3)))
+        .collect();
+    let fit = if fits.values().all(|f| f.on_own) {
+        format!(
+            "S is fitted per workload on `{CALIBRATION_PRESET}`'s own time (the time the \
+             program reports, from its start barrier to its last worker reaped: the VM's median \
+             over the model's at S = 1 less its start-up, its median over the {SEEDS} seeds: \
+             {}), and a fork's cost on the start-up (the VM's wall time less its own time: the \
+             program's exec and its forks, all charged to the forks, in hardware time: {}; the \
+             hardware model's fork costs {} µs)",
+            s.join(", "),
+            if forks.is_empty() {
+                "none".to_string()
+            } else {
+                forks.join(", ")
+            },
+            crate::workload::FORK_NS / 1000
+        )
+    } else {
+        format!(
+            "S is fitted per workload on `{CALIBRATION_PRESET}`'s wall time (the VM's median \
+             over the model's at S = 1, its median over the {SEEDS} seeds: {}; these VM \
+             counters hold no own time to fit the start-up on)",
+            s.join(", ")
+        )
+    };
     format!(
         "**TCG sim: the VM's host thread, modelled.** `--cost tcg_slowdown=S` \
          (sim/src/engine/tcg.rs) runs one vCPU at a time, as QEMU's single-threaded TCG does: a \
          turn ends when its vCPU idles or a host timer (a tick) kicks it off the thread, and the \
-         guest's work and overheads take S times their hardware time. S is fitted per workload on \
-         `{CALIBRATION_PRESET}`'s wall time (the VM's median over the model's at S = 1, its median \
-         over the {SEEDS} seeds: {}), and \
+         guest's work and overheads take S times their hardware time. {fit}; \
          the model is tested on the other presets' cells, which no fit saw. There, on the {n} \
          cells non-trivial in either model, the host-thread model agrees on {on_tcg} ({:.0} %), \
          the hardware model on {on_base} ({:.0} %), each by its median over the seeds; rows where \
          the two differ: {}. Wall time across the presets (a simulated one: the median over the \
          seeds): {}.",
-        s.join(", "),
         on_tcg as f64 * 100.0 / n.max(1) as f64,
         on_base as f64 * 100.0 / n.max(1) as f64,
         if by_row.is_empty() {
@@ -906,7 +997,14 @@ mod tests {
             named(cell("2node", 0.5, 0.48)),
             named(cell("l2-8", 0.5, 0.55)),
         ];
-        let slowdowns = [("w".to_string(), 8.0)].into_iter().collect();
+        let fit = |slowdown, fork_ns, on_own| HostThreadFit {
+            slowdown,
+            fork_ns,
+            on_own,
+        };
+        let slowdowns = [("w".to_string(), fit(8.0, None, false))]
+            .into_iter()
+            .collect();
         let walls = [
             ("w".to_string(), "2node".to_string(), 4.5, 0.1, 4.6),
             ("w".to_string(), "l2-8".to_string(), 5.0, 0.2, 4.7),
@@ -919,12 +1017,47 @@ mod tests {
         );
         assert!(s.contains(&format!("{name}: 2 of 2 (hardware 1)")), "{s}");
         assert!(s.contains("w 8.0"), "{s}");
+        assert!(s.contains("wall time (the VM's median"), "{s}");
         assert!(
             s.contains(
                 "w VM 4.500–5.000 s, host-thread model 4.600–4.700 s, hardware model 0.100–0.200 s"
             ),
             "{s}"
         );
+        // with own times: S and the fork's cost, per workload
+        let fits = [
+            ("p".to_string(), fit(2.5, None, true)),
+            ("w".to_string(), fit(6.0, Some(150_000), true)),
+        ]
+        .into_iter()
+        .collect();
+        let s = tcg_summary(&base, &tcg, &fits, &walls);
+        assert!(s.contains("own time (the time the program reports"), "{s}");
+        assert!(s.contains("p 2.5, w 6.0"), "{s}");
+        assert!(
+            s.contains("in hardware time: w 150 µs; the hardware model's fork costs 60 µs"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn the_host_thread_model_fits_s_on_the_own_time_and_the_fork_on_the_start_up() {
+        // the VM: 1.10 s in all, 0.90 s its own; the model at S = 1: 0.15 s,
+        // 0.005 s of it the start-up. S = 0.90 / 0.145; the start-up at S
+        // must take 0.20 s: the fork costs 0.20 / (S x 0.005) times 60 us
+        let f = host_thread_fit(1.10, Some(0.90), 0.15, 0.005);
+        assert!(f.on_own);
+        assert!((f.slowdown - 0.90 / 0.145).abs() < 1e-9, "{f:?}");
+        let want = 60_000.0 * 0.20 / (0.90 / 0.145 * 0.005);
+        assert!((f.fork_ns.unwrap() as f64 - want).abs() <= 0.5, "{f:?}");
+        // no start-up (pipe): S from the own time, the fork untouched
+        let f = host_thread_fit(0.56, Some(0.50), 0.2, 0.0);
+        assert_eq!((f.slowdown, f.fork_ns, f.on_own), (2.5, None, true));
+        // no own time recorded: S from the wall time
+        let f = host_thread_fit(1.10, None, 0.11, 0.005);
+        assert!((f.slowdown - 10.0).abs() < 1e-9 && f.fork_ns.is_none() && !f.on_own);
+        // never below 1
+        assert_eq!(host_thread_fit(0.1, Some(0.05), 0.2, 0.0).slowdown, 1.0);
     }
 
     #[test]

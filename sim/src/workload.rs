@@ -64,7 +64,7 @@ impl Opts {
 }
 
 pub const WORKLOADS: &[(&str, &str)] = &[
-    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do),write_space=0 (1: a socket wakes its blocked writers only once a read leaves a quarter of its buffer, as unix_write_space() does)"),
+    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do; a fork costs fork_ns=60000),write_space=0 (1: a socket wakes its blocked writers only once a read leaves a quarter of its buffer, as unix_write_space() does)"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
@@ -311,6 +311,12 @@ struct Life {
     main_waiting: bool,
     started: bool,
     at_barrier: Vec<usize>,
+    /// a fork's cost, ns (fork_ns; default FORK_NS): the host-thread model
+    /// fits it per program on the VM's start-up time (fidelity.rs)
+    fork_ns: u64,
+    /// when the main task first ran, and when it opened the start barrier
+    first_at: Option<u64>,
+    opened_at: u64,
 }
 
 /// Where a worker (or the main task) is in the program's life.
@@ -325,7 +331,7 @@ enum Phase {
     Main,
 }
 
-const FORK_NS: u64 = 60_000;
+pub const FORK_NS: u64 = 60_000;
 const EXIT_NS: u64 = 30_000;
 const PIPE_WRITE_NS: u64 = 2_000;
 const REAP_NS: u64 = 5_000;
@@ -417,6 +423,9 @@ impl Hackbench {
                 main_waiting: false,
                 started: false,
                 at_barrier: Vec::new(),
+                fork_ns: o.get("fork_ns", FORK_NS),
+                first_at: None,
+                opened_at: 0,
             }),
             blocks: [0; 2],
         }
@@ -424,16 +433,17 @@ impl Hackbench {
 
     /// The main task's next step (startup=1): fork each worker, wait until
     /// all are ready, open the start barrier, reap the workers.
-    fn main_step(&mut self, wakes: &mut Vec<usize>) -> Step {
+    fn main_step(&mut self, now: u64, wakes: &mut Vec<usize>) -> Step {
         let n = self.role.len();
         let l = self.life.as_mut().unwrap();
+        l.first_at.get_or_insert(now);
         if let Some(c) = l.forking.take() {
             wakes.push(c);
         }
         if l.forked < n {
             l.forking = Some(l.forked);
             l.forked += 1;
-            return Step::Run(FORK_NS);
+            return Step::Run(l.fork_ns);
         }
         if !l.started {
             if l.ready < n {
@@ -441,6 +451,7 @@ impl Hackbench {
                 return Step::Block;
             }
             l.started = true;
+            l.opened_at = now;
             // the start byte: the workers at the barrier wake as the write
             // begins, the write's own cost follows
             wakes.append(&mut l.at_barrier);
@@ -537,9 +548,9 @@ impl Wl for Hackbench {
         self.life.as_ref().is_some_and(|l| l.phase[t] == Phase::New)
     }
 
-    fn step(&mut self, t: usize, _now: u64, wakes: &mut Vec<usize>) -> Step {
+    fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
         if self.life.as_ref().is_some_and(|l| t == l.main) {
-            return self.main_step(wakes);
+            return self.main_step(now, wakes);
         }
         self.apply_effects(t, wakes);
         if let Some(step) = self.life_step(t, wakes) {
@@ -563,8 +574,15 @@ impl Wl for Hackbench {
     }
 
     fn metrics(&self, _end: u64) -> Value {
+        // the start-up: from the main task's first run to the start barrier
+        // (the programs' own timers start there)
+        let startup_s = self.life.as_ref().map_or(0.0, |l| {
+            l.opened_at
+                .saturating_sub(l.first_at.unwrap_or(l.opened_at)) as f64
+                / 1e9
+        });
         json!({"groups": self.groups, "fds": self.fds, "loops": self.loops,
-               "startup": self.life.is_some(),
+               "startup": self.life.is_some(), "startup_s": startup_s,
                "receiver_blocks": self.blocks[0], "sender_blocks": self.blocks[1],
                "messages": self.groups as u64 * (self.fds * self.fds) as u64 * self.loops})
     }

@@ -4,8 +4,10 @@
 #
 # Usage: sim-vm.sh ROUNDS 'NAME=COMMAND' ['NAME=COMMAND' ...]
 #   Round r runs each workload once, in order, each under a fresh scx_mosaic (default flags).
-# Output per run: "@@wall_NAME-r@@ SECONDS" (the workload alone) and the scheduler's final
-# counters as JSON block NAME-r; the script fails on a workload error or an ejection.
+# Output per run: "@@wall_NAME-r@@ SECONDS" (the workload alone), "@@own_NAME-r@@ SECONDS" (the
+# time the program itself reports: hackbench's "Time:", perf bench's "Total time:"; nothing if
+# it printed neither) and the scheduler's final counters as JSON block NAME-r; the script fails
+# on a workload error or an ejection.
 . "$(dirname "$0")/lib.sh"
 
 rounds=$1
@@ -22,6 +24,8 @@ while [ $r -le "$rounds" ]; do
         [ "$(cat $SCX/state)" = enabled ] || { echo "ejected during $name"; dmesg | tail -n 20; exit 1; }
         stop_mosaic
         report "wall_$name-$r" "$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')"
+        own=$(sed -n 's/^ *Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' /tmp/$name.out | head -n 1)
+        [ -n "$own" ] && report "own_$name-$r" "$own"
         report_json "$name-$r" /tmp/$name-$r.json
     done
     r=$((r + 1))
