@@ -739,7 +739,7 @@ fn vm_owns(runs: &[Value], name: &str) -> Vec<f64> {
 }
 
 /// The host-thread model's fit of one workload on CALIBRATION_PRESET.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 struct HostThreadFit {
     /// S: how many times its hardware time the guest's work takes
     slowdown: f64,
@@ -1002,14 +1002,14 @@ mod tests {
             fork_ns,
             on_own,
         };
-        let slowdowns = [("w".to_string(), fit(8.0, None, false))]
+        let wall_fits = [("w".to_string(), fit(8.0, None, false))]
             .into_iter()
             .collect();
         let walls = [
             ("w".to_string(), "2node".to_string(), 4.5, 0.1, 4.6),
             ("w".to_string(), "l2-8".to_string(), 5.0, 0.2, 4.7),
         ];
-        let s = tcg_summary(&base, &tcg, &slowdowns, &walls);
+        let s = tcg_summary(&base, &tcg, &wall_fits, &walls);
         assert!(s.contains("on the 2 cells non-trivial"), "{s}");
         assert!(
             s.contains("agrees on 2 (100 %), the hardware model on 1 (50 %)"),
