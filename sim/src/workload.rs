@@ -68,7 +68,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
-    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs 100 us every probe_ms: its waits),pinned=0 (1: each group's loop i pinned to CPU i mod the CPUs, as taskset -c does)"),
+    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs probe_us=100 every probe_ms: its waits),probes=1 (that many such tasks, staggered),pinned=0 (1: each group's loop i pinned to CPU i mod the CPUs, as taskset -c does)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -1076,18 +1076,16 @@ pub struct Hogs {
     group_of: Vec<usize>,
     /// the groups are siblings under one parent cgroup (of weight 100)
     nested: bool,
-    /// a root-cgroup probe wakes this often to run PROBE_RUN_NS (0: none)
+    /// root-cgroup probes wake this often to run probe_run_ns (0: none)
     probe_period_ns: u64,
-    /// when the probe's current sleep ends (0: it is not asleep)
-    probe_wake_at: u64,
+    probe_run_ns: u64,
+    /// per probe, when its current sleep ends (0: it is not asleep)
+    probe_wake_at: Vec<u64>,
     /// the probe's waits from the end of a sleep to its next run
     probe_waits: Vec<u64>,
     /// each loop pinned to one CPU (its index in its group, mod nr_cpus)
     pinned_on: Option<usize>,
 }
-
-/// What the hogs' probe runs per wakeup (manylimits' probe: spin -s 100000).
-const PROBE_RUN_NS: u64 = 100_000;
 
 /// A ':'-separated list of numbers.
 fn colon_list(s: &str) -> Result<Vec<u64>> {
@@ -1121,7 +1119,9 @@ impl Hogs {
                 .collect(),
             nested: o.get("nested", 0) != 0,
             probe_period_ns: o.get("probe_ms", 0) * 1_000_000,
-            probe_wake_at: 0,
+            // manylimits' probe: spin -s 100000
+            probe_run_ns: o.get("probe_us", 100) * 1_000,
+            probe_wake_at: vec![0; o.get("probes", 1) as usize],
             probe_waits: Vec::new(),
             pinned_on: (o.get("pinned", 0) != 0).then_some(nr_cpus.max(1)),
         })
@@ -1148,7 +1148,9 @@ impl Wl for Hogs {
             }
         }
         if self.probe_period_ns > 0 {
-            v.push(TaskSpec::simple("probe", 16 << 10));
+            for k in 0..self.probe_wake_at.len() {
+                v.push(TaskSpec::simple(&format!("probe-{k}"), 16 << 10));
+            }
         }
         v
     }
@@ -1156,18 +1158,25 @@ impl Wl for Hogs {
         if now >= self.until_ns {
             return Step::Exit;
         }
-        if t == self.started.len() {
-            // the probe: after a sleep it is on a CPU now, else it just ran
-            if self.probe_wake_at == 0 {
-                self.probe_wake_at = now + self.probe_period_ns;
-                return Step::Sleep(self.probe_period_ns);
+        if t >= self.started.len() {
+            // a probe: after a sleep it is on a CPU now, else it just ran
+            let k = t - self.started.len();
+            if self.probe_wake_at[k] == 0 {
+                // the probes' first sleeps are staggered over one period
+                let n = self.probe_wake_at.len() as u64;
+                let sleep = match now {
+                    0 => self.probe_period_ns * (k as u64 + 1) / n,
+                    _ => self.probe_period_ns,
+                };
+                self.probe_wake_at[k] = now + sleep;
+                return Step::Sleep(sleep);
             }
             if now >= self.from_ns {
                 self.probe_waits
-                    .push(now.saturating_sub(self.probe_wake_at));
+                    .push(now.saturating_sub(self.probe_wake_at[k]));
             }
-            self.probe_wake_at = 0;
-            return Step::Run(PROBE_RUN_NS);
+            self.probe_wake_at[k] = 0;
+            return Step::Run(self.probe_run_ns);
         }
         if !self.started[t] {
             self.started[t] = true;

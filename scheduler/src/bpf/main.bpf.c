@@ -300,7 +300,7 @@ void BPF_STRUCT_OPS(mosaic_running, struct task_struct *p)
 	util_running(tctx, now);
 	vtime_running(p, tctx, cpu, now);
 	vtime_note_running(p, tctx, cpu, now);
-	llc_balance_note_share(p, tctx, cpu);
+	llc_balance_note_share(p, tctx, cpu, now);
 	group_running(p, tctx, cpu);
 	group_account(p, tctx, cpu, 0, waited);
 	cpu_queue_slice_apply(p, cpu);
@@ -353,7 +353,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 	util_stopping(tctx, cpu, now);
 	vtime_charge(p, tctx, ran, now);
 	vtime_note_running(p, tctx, cpu, now);
-	llc_balance_note_share(p, tctx, cpu);
+	llc_balance_note_share(p, tctx, cpu, now);
 	if (bw_charge(p, tctx, ran, true))
 		p->scx.slice = 0;
 	idle_cgroup_tick(p, tctx, cpu);
@@ -364,10 +364,13 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 void BPF_STRUCT_OPS(mosaic_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
+	u64 now;
 
 	if (!tctx)
 		return;
-	wait_begin(tctx, scx_bpf_now());
+	now = scx_bpf_now();
+	wait_begin(tctx, now);
+	balance_runnable(tctx, now);
 	weight_runnable(p, tctx);
 }
 
@@ -375,8 +378,10 @@ void BPF_STRUCT_OPS(mosaic_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 
-	if (tctx)
-		weight_quiescent(tctx);
+	if (!tctx)
+		return;
+	balance_quiescent(tctx, scx_bpf_now());
+	weight_quiescent(tctx);
 }
 
 /* sched_yield(): see vtime_yield(); yielding to a given task is not done. */
@@ -391,10 +396,13 @@ bool BPF_STRUCT_OPS(mosaic_yield, struct task_struct *from,
 void BPF_STRUCT_OPS(mosaic_enable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
+	u64 now = scx_bpf_now();
 
 	vtime_enable(p, tctx);
-	if (tctx)
-		util_init(tctx, scx_bpf_now());
+	if (!tctx)
+		return;
+	util_init(tctx, now);
+	balance_load_init(tctx, now);
 }
 
 s32 BPF_STRUCT_OPS(mosaic_init_task, struct task_struct *p,

@@ -99,6 +99,10 @@ struct task_ctx {
 			    * 0: to be computed (weight.bpf.c) */
 	u64 share_at;
 	u64 runnable_at;      /* when it last became runnable, 0: running */
+	u64 runnable_frac_at; /* when runnable_frac was last brought up to
+			       * date: it last became runnable or quiescent */
+	u32 runnable_frac;    /* how much of the recent past it was runnable,
+			       * 1/1024ths (steal.bpf.c: the balance's load) */
 	u64 group_checked_at; /* last tick that checked its partition */
 	u64 last_charge;      /* vtime its current or last run cost it */
 	u64 pair_woke_at;     /* when it last sync-woke the task it pairs
@@ -677,14 +681,21 @@ static __always_inline bool group_steal_from(s32 cpu, u64 dsq,
 					     enum mosaic_stat stat);
 
 /* steal.bpf.c: stealing across LLCs (seed 003), balancing busy LLCs */
-/* per CPU with per-CPU queues, its load averaged over the periodic scans */
-extern u64 cpu_load_avg[MAX_CPUS];
+/* per CPU, the shares of its running and waiting tasks averaged over the
+ * periodic scans */
+extern u64 cpu_share_avg[MAX_CPUS];
 static __always_inline bool steal_scan(s32 cpu);
 /* the periodic scan weighs each LLC and leaves the lightest a hint */
 static void llc_balance_scan(u64 now);
-/* a CPU's slot: the share of the task it runs (running, tick; stopping) */
-static __always_inline void
-llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu);
+/* a CPU's slot: the share and load of the task it runs (running, tick;
+ * stopping) */
+static __always_inline void llc_balance_note_share(struct task_struct *p,
+						   struct task_ctx *tctx,
+						   s32 cpu, u64 now);
+/* a task's runnable fraction: it starts (enable), wakes, goes quiescent */
+static __always_inline void balance_load_init(struct task_ctx *tctx, u64 now);
+static __always_inline void balance_runnable(struct task_ctx *tctx, u64 now);
+static __always_inline void balance_quiescent(struct task_ctx *tctx, u64 now);
 static __always_inline void llc_balance_stopping(s32 cpu);
 /* take a task from the LLC the scan hinted, if any */
 static __always_inline bool llc_balance_pull(s32 cpu);

@@ -333,7 +333,7 @@ static __always_inline bool head_suits(s32 cpu, u64 dsq,
  * them, llc_frame_vtime()), or it has waited its turn already (real time; a
  * heavy-weight prev, whose vtime crawls, cannot hold the CPU for long): a
  * slice; for a head on a CPU's own queue (per-CPU queues, a pinned crowd),
- * when @prev or the CPU's whole load (cpu_load_avg[], running and waiting)
+ * when @prev or the CPU's whole load (cpu_share_avg[], running and waiting)
  * is heavier than @head, a slice for each time the heavier of the two is,
  * but never more than half the wait target. There a CPU's queue is all its
  * tasks have: with a turn of
@@ -367,8 +367,8 @@ static __always_inline bool head_due_before(struct task_struct *head,
 		return true;
 	head_share = task_share_cached(head, tctx);
 	heavier = task_share_cached(prev, task_ctx_of(prev));
-	if (heavier < cpu_load_avg[cpu_idx(cpu)])
-		heavier = cpu_load_avg[cpu_idx(cpu)];
+	if (heavier < cpu_share_avg[cpu_idx(cpu)])
+		heavier = cpu_share_avg[cpu_idx(cpu)];
 	if (heavier > head_share) {
 		turn = slice_ns * heavier / head_share;
 		if (turn > wait_target_ns / 2)

@@ -110,35 +110,38 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * kernel's periodic load balance does between busy scheduling domains.
  *
  * HOW
- * Weight is a task's share of the machine (weight.bpf.c: nice weight times
- * its cgroups' shares), the unit its vtime is charged in. Each CPU notes the
- * share of the task it runs in its own slot (ops.running, and ops.tick after
- * the charge refreshed it; cleared at ops.stopping). The periodic scan
- * (gate.bpf.c) weighs each LLC: in the shard design, its CPUs' slots and the
- * shares of the tasks waiting on its shards (the first LLC_BALANCE_LOOK of
- * each, scaled to the queue's length), as they are now; with per-CPU queues,
- * its CPUs' load averages (cpu_load_avg[], below), as the kernel weighs busy
- * groups by decayed load. Moving load x from the heaviest LLC per CPU to the
- * lightest evens them when x = (load_h n_l - load_l n_h) / (n_h + n_l). If
- * one of the heaviest's waiters has a share of at most x - and, with per-CPU
- * queues, the heaviest is above the lightest by IMBALANCE_PCT - in two scans
- * in a row, and the lightest got no hint for LLC_BALANCE_SLICES slices, the
- * scan leaves it a hint: x, and the queue to take from: the shard where it
- * saw the heaviest LLC's lightest waiter, or the heaviest CPU of that LLC
- * whose queue holds a waiter of at most x (find_busiest_queue() and
- * detach_tasks() in the kernel). The next CPU of the hinted LLC to dispatch -
- * at a slice end too, before prev may keep its CPU - swaps the hint out (one
- * CPU wins it) and takes from that queue its oldest task with a share of at
- * most x (no overshoot, so no move back), one task; its prev queues again;
- * with per-CPU queues the task's load moves between the two CPUs' averages
- * at once. A dispatch without a hint pays one read of its LLC's hint word;
- * the scan's work is O(#CPUs + #queues x LLC_BALANCE_LOOK) per period, none
- * of it per event. Tasks pinned to a CPU are not moved (the shard design
- * keeps them on CPU queues, which it does not weigh). Off under the group
- * balancer, which places cgroups' tasks on partitions itself. With per-CPU
- * queues it is the kernel's periodic balance of the domains above the LLC.
- * The same weighing caps the lead bound of vtime.bpf.c (vtime_note_load()),
- * on machines of one LLC too.
+ * A task's load is its share of the machine (weight.bpf.c: nice weight times
+ * its cgroups' shares, the unit its vtime is charged in) times how much of
+ * the recent past it was runnable (runnable_frac_now(), below), as the
+ * kernel's PELT weighs a task by its weight times its runnable average. Each
+ * CPU notes the share and load of the task it runs in its own slot
+ * (ops.running, and ops.tick after the charge refreshed it; cleared at
+ * ops.stopping). The periodic scan (gate.bpf.c) weighs each LLC: in the
+ * shard design, its CPUs' slots and the loads of the tasks waiting on its
+ * shards (the first LLC_BALANCE_LOOK of each, scaled to the queue's length),
+ * as they are now; with per-CPU queues, its CPUs' load averages
+ * (cpu_load_avg[], below), as the kernel weighs busy groups by decayed load.
+ * Moving load x from the heaviest LLC per CPU to the lightest evens them when x
+ * = (load_h n_l - load_l n_h) / (n_h + n_l). If one of the heaviest's waiters
+ * has a load of at most x - and, with per-CPU queues, the heaviest is above the
+ * lightest by IMBALANCE_PCT - in two scans in a row, and the lightest got no
+ * hint for LLC_BALANCE_SLICES slices, the scan leaves it a hint: x, and the
+ * queue to take from: the shard where it saw the heaviest LLC's lightest
+ * waiter, or the heaviest CPU of that LLC whose queue holds a waiter of at most
+ * x (find_busiest_queue() and detach_tasks() in the kernel). The next CPU of
+ * the hinted LLC to dispatch - at a slice end too, before prev may keep its CPU
+ * - swaps the hint out (one CPU wins it) and takes from that queue its oldest
+ * task with a load of at most x (no overshoot, so no move back), one task; its
+ * prev queues again; with per-CPU queues the task's load moves between the two
+ * CPUs' averages at once. A dispatch without a hint pays one read of its LLC's
+ * hint word; the scan's work is O(#CPUs + #queues x LLC_BALANCE_LOOK) per
+ * period; per event, a wakeup and a sleep bring the task's runnable fraction
+ * up to date and a start or tick weighs it, a few arithmetic operations each.
+ * Tasks pinned to a CPU are not moved (the shard design keeps them on CPU
+ * queues, which it does not weigh). Off under the group balancer, which places
+ * cgroups' tasks on partitions itself. With per-CPU queues it is the kernel's
+ * periodic balance of the domains above the LLC. The same weighing caps the
+ * lead bound of vtime.bpf.c (vtime_note_load()), on machines of one LLC too.
  *
  * WHY
  * Fair shares hold inside an LLC (one vtime order); across LLCs only as far
@@ -150,28 +153,37 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * there a move that noise caused (a root task waking for a moment, weighed
  * by an instant sample) costs the split. Hence decayed load averages, and a
  * source queue chosen for a waiter light enough to move: the busiest queue
- * by count often held none.
+ * by count often held none. Hence too a task's runnable fraction in its
+ * load: weighed by share alone, a root-cgroup task that runs for a moment
+ * (share 100, against 12.5 for a loop of a crowded cgroup) made the CPU the
+ * scan caught it on look heavy for several scans, and busy loops moved back
+ * and forth for as long as they ran (cpu.weight 300:100 on 16 loops, 2
+ * LLCs: about 20 moves a second, 2.3-2.6:1; mosaic-sim's hogs with root
+ * probes show the same).
  */
 
-/* The share of the task each CPU runs (0: none), one cache line each. */
+/* The share and load of the task each CPU runs (0: none), a line each. */
 struct cpu_share {
 	u64 share;
+	u64 load;
 } __attribute__((aligned(64)));
 
 struct cpu_share cpu_running_share[MAX_CPUS];
-/* Per LLC, the summed share of its running and waiting tasks, and of the
- * waiting ones alone, and how many wait, as the periodic scan last saw. */
+/* Per LLC, the summed load of its running and waiting tasks, and of the
+ * waiting ones alone, and how many wait, as the periodic scan last saw; and
+ * (shard design) the summed share of its running and waiting tasks. */
 u64 llc_load[MAX_LLCS];
 u64 llc_queued_load[MAX_LLCS];
 u32 llc_queued[MAX_LLCS];
-/* Per LLC, the smallest share among the waiters the scan looked at, and the
+u64 llc_shares[MAX_LLCS];
+/* Per LLC, the smallest load among the waiters the scan looked at, and the
  * shard it waits on (shard design). */
-u64 llc_min_share[MAX_LLCS];
+u64 llc_min_load[MAX_LLCS];
 u64 llc_min_dsq[MAX_LLCS];
-/* Per CPU (per-CPU queues), the smallest share among its queue's waiters the
+/* Per CPU (per-CPU queues), the smallest load among its queue's waiters the
  * scan looked at (0: none). */
 u64 cpu_min_waiter[MAX_CPUS];
-/* Per LLC, the largest share of a task its hinted CPU may take (the load
+/* Per LLC, the largest load of a task its hinted CPU may take (the load
  * that evens the two LLCs out), with llc_pull_from. */
 u64 llc_pull_limit[MAX_LLCS];
 /* Per LLC, the LLC (+1; 0: none) its next dispatching CPU takes a task from. */
@@ -191,32 +203,100 @@ static __always_inline bool llc_balance_on(void)
 	return !no_llc_balance && !group_balancer && nr_llcs > 1;
 }
 
-/* @p runs on @cpu (it starts, or a tick charged it): its share in the slot. */
-static __always_inline void
-llc_balance_note_share(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+/*
+ * A task's runnable fraction follows what it did over the last
+ * 2^RUNNABLE_FRAC_SHIFT ns (67 ms): a stretch runnable or asleep moves it
+ * toward all or nothing in proportion to the stretch's length, all the way
+ * from that length on. A straight-line stand-in for PELT's geometric decay
+ * (half-life 32 ms), which it meets at 32 ms; shifts, no division. A new
+ * task starts runnable throughout, as the kernel's new tasks start at full
+ * load (init_entity_runnable_average()).
+ */
+#define RUNNABLE_FRAC_SHIFT 26
+#define RUNNABLE_FRAC_ONE 1024
+
+/* @tctx's runnable fraction at @now, had it been runnable (@runnable) or
+ * asleep since it last changed. */
+static __always_inline u32 runnable_frac_now(struct task_ctx *tctx,
+					     bool runnable, u64 now)
 {
-	cpu_running_share[cpu_idx(cpu)].share = task_share_cached(p, tctx);
+	u64 dt = now - tctx->runnable_frac_at;
+	u32 frac = tctx->runnable_frac;
+
+	if (time_before(now, tctx->runnable_frac_at))
+		return frac;
+	if (dt >> RUNNABLE_FRAC_SHIFT)
+		return runnable ? RUNNABLE_FRAC_ONE : 0;
+	if (runnable)
+		return frac + (((u64)(RUNNABLE_FRAC_ONE - frac) * dt) >>
+			       RUNNABLE_FRAC_SHIFT);
+	return frac - (((u64)frac * dt) >> RUNNABLE_FRAC_SHIFT);
+}
+
+/* A task enters the scheduler at @now: runnable throughout so far. */
+static __always_inline void balance_load_init(struct task_ctx *tctx, u64 now)
+{
+	tctx->runnable_frac = RUNNABLE_FRAC_ONE;
+	tctx->runnable_frac_at = now;
+}
+
+/* A task wakes at @now: it slept since it last changed. */
+static __always_inline void balance_runnable(struct task_ctx *tctx, u64 now)
+{
+	tctx->runnable_frac = runnable_frac_now(tctx, false, now);
+	tctx->runnable_frac_at = now;
+}
+
+/* A task goes quiescent at @now: it was runnable since it last changed. */
+static __always_inline void balance_quiescent(struct task_ctx *tctx, u64 now)
+{
+	tctx->runnable_frac = runnable_frac_now(tctx, true, now);
+	tctx->runnable_frac_at = now;
+}
+
+/* The load of @p, runnable now, of share @share (at least 1: 0 is "none"). */
+static __always_inline u64 task_balance_load(struct task_ctx *tctx, u64 share,
+					     u64 now)
+{
+	if (!tctx)
+		return share ?: 1;
+	return ((share * runnable_frac_now(tctx, true, now)) >> 10) ?: 1;
+}
+
+/* @p runs on @cpu at @now (it starts, or a tick charged it): its share and
+ * load in the slot. */
+static __always_inline void llc_balance_note_share(struct task_struct *p,
+						   struct task_ctx *tctx,
+						   s32 cpu, u64 now)
+{
+	struct cpu_share *slot = &cpu_running_share[cpu_idx(cpu)];
+
+	slot->share = task_share_cached(p, tctx);
+	slot->load = task_balance_load(tctx, slot->share, now);
 }
 
 /* The task on @cpu stops: its slot is empty until the next one runs. */
 static __always_inline void llc_balance_stopping(s32 cpu)
 {
 	cpu_running_share[cpu_idx(cpu)].share = 0;
+	cpu_running_share[cpu_idx(cpu)].load = 0;
 }
 
 /*
- * The summed share of the tasks waiting on DSQ @dsq (a shard, or a CPU's own
- * queue with per-CPU queues): of its first LLC_BALANCE_LOOK, scaled to its
- * length; the smallest of those shares lowers *@min (0: none yet). A global
- * function: the verifier checks it once, not per caller loop.
+ * The summed load at @now of the tasks waiting on DSQ @dsq (a shard, or a
+ * CPU's own queue with per-CPU queues): of its first LLC_BALANCE_LOOK, scaled
+ * to its length; their summed share, scaled alike, is added to *@shares; the
+ * smallest of those loads lowers *@min (0: none yet). A global function: the
+ * verifier checks it once, not per caller loop.
  */
-__noinline u64 dsq_queued_load(u64 dsq, u64 *min)
+__noinline u64 dsq_queued_load(u64 dsq, u64 now, u64 *shares, u64 *min)
 {
+	u64 sum = 0, share_sum = 0, q, share, load;
 	struct task_struct *p;
-	u64 sum = 0, q, share;
+	struct task_ctx *tctx;
 	u32 seen = 0;
 
-	if (!min)
+	if (!shares || !min)
 		return 0;
 	q = scx_bpf_dsq_nr_queued(dsq);
 	if (!q)
@@ -226,43 +306,62 @@ __noinline u64 dsq_queued_load(u64 dsq, u64 *min)
 		if (seen >= LLC_BALANCE_LOOK)
 			break;
 		seen++;
-		share = task_share_cached(p, task_ctx_of(p));
-		sum += share;
-		if (!*min || share < *min)
-			*min = share;
+		tctx = task_ctx_of(p);
+		share = task_share_cached(p, tctx);
+		load = task_balance_load(tctx, share, now);
+		share_sum += share;
+		sum += load;
+		if (!*min || load < *min)
+			*min = load;
 	}
 	bpf_rcu_read_unlock();
-	return seen ? sum * q / seen : 0;
+	if (!seen)
+		return 0;
+	*shares += share_sum * q / seen;
+	return sum * q / seen;
 }
 
 /*
- * Per CPU, its load (the share of the task it runs and of the waiters on its
+ * Per CPU, its load (the load of the task it runs and of the waiters on its
  * own queue: all of them with per-CPU queues, its pinned crowd in the shard
  * design) averaged over the periodic scans, each weighing 1/8 (half-life
  * about 5 scans, 50 ms at the default 10 ms): the periodic balance compares
  * these, as the kernel compares decayed load averages (PELT), so that a task
  * waking for a moment does not move a busy loop. Written by the scan, and by
  * a balance's move at once (as the kernel moves a task's load average with
- * it).
+ * it). cpu_share_avg[] averages their shares alike: the rate its clock moves
+ * at if shares hold (vtime_note_load()) and the turns on its queue
+ * (head_due_before()) count every runnable task by its share.
  */
 u64 cpu_load_avg[MAX_CPUS];
+u64 cpu_share_avg[MAX_CPUS];
 
-/* The scan weighed CPU @cpu at @load: fold it into its average. */
-static __always_inline void cpu_load_note(u32 cpu, u64 load)
+/* The scan weighed CPU @cpu at @load and @shares: fold them into its
+ * averages. */
+static __always_inline void cpu_load_note(u32 cpu, u64 load, u64 shares)
 {
-	u64 *avg = &cpu_load_avg[cpu & (MAX_CPUS - 1)];
+	u32 i = cpu & (MAX_CPUS - 1);
 
-	*avg = decay_eighth(*avg, load);
+	cpu_load_avg[i] = decay_eighth(cpu_load_avg[i], load);
+	cpu_share_avg[i] = decay_eighth(cpu_share_avg[i], shares);
 }
 
-/* A balance moved a task of share @moved (0: none) from @from to @to: its
- * load goes with it, in both averages at once. */
-static __always_inline void cpu_load_move(s32 from, s32 to, u64 moved)
+/* @x less @y, or 0 if @y is more. */
+static __always_inline u64 sub_floor(u64 x, u64 y)
 {
-	u64 *from_avg = &cpu_load_avg[cpu_idx(from)];
+	return y < x ? x - y : 0;
+}
 
-	*from_avg -= moved < *from_avg ? moved : *from_avg;
-	cpu_load_avg[cpu_idx(to)] += moved;
+/* A balance moved a task of load @load and share @share (0: none) from
+ * @from to @to: they go with it, in both CPUs' averages at once. */
+static __always_inline void cpu_load_move(s32 from, s32 to, u64 load, u64 share)
+{
+	u32 f = cpu_idx(from), t = cpu_idx(to);
+
+	cpu_load_avg[f] = sub_floor(cpu_load_avg[f], load);
+	cpu_load_avg[t] += load;
+	cpu_share_avg[f] = sub_floor(cpu_share_avg[f], share);
+	cpu_share_avg[t] += share;
 }
 
 /*
@@ -272,24 +371,26 @@ static __always_inline void cpu_load_move(s32 from, s32 to, u64 moved)
  * as the per-CPU designs' own weighing; a CPU with no pinned waiter costs a
  * queue-length read and two writes to lines of its own.
  */
-static __always_inline void pinned_load_sample(void)
+static __always_inline void pinned_load_sample(u64 now)
 {
-	u64 min = 0;
+	u64 min, shares, load;
 	u32 i;
 
 	bpf_for (i, 0, nr_cpu_ids) {
 		if (i >= MAX_CPUS)
 			break;
-		cpu_load_note(i, cpu_running_share[i].share +
-					 dsq_queued_load(cpu_dsq_id(i), &min));
-		vtime_note_load(pinned_clock_id(i), cpu_load_avg[i], 1);
+		min = 0;
+		shares = cpu_running_share[i].share;
+		load = dsq_queued_load(cpu_dsq_id(i), now, &shares, &min);
+		cpu_load_note(i, cpu_running_share[i].load + load, shares);
+		vtime_note_load(pinned_clock_id(i), cpu_share_avg[i], 1);
 	}
 }
 
-/* Add up each LLC's load: its CPUs' slots and its queues' waiters. */
-static __always_inline void llc_balance_sample(void)
+/* Add up each LLC's load at @now: its CPUs' slots and its queues' waiters. */
+static __always_inline void llc_balance_sample(u64 now)
 {
-	u64 q, dsq, min, load;
+	u64 q, dsq, min, load, shares;
 	u32 i, l;
 
 	bpf_for (l, 0, nr_llcs) {
@@ -298,15 +399,17 @@ static __always_inline void llc_balance_sample(void)
 		llc_load[l] = 0;
 		llc_queued_load[l] = 0;
 		llc_queued[l] = 0;
-		llc_min_share[l] = 0;
+		llc_shares[l] = 0;
+		llc_min_load[l] = 0;
 	}
 	/* the shard design weighs its LLCs as they are now; per-CPU queues
 	 * by their CPUs' load averages (below) */
 	bpf_for (i, 0, cpu_queues_only() ? 0 : nr_cpu_ids) {
 		if (i >= MAX_CPUS)
 			break;
-		llc_load[cpu_llc[i] & (MAX_LLCS - 1)] +=
-			cpu_running_share[i].share;
+		l = cpu_llc[i] & (MAX_LLCS - 1);
+		llc_load[l] += cpu_running_share[i].load;
+		llc_shares[l] += cpu_running_share[i].share;
 	}
 	/* the waiters: on the shards, or on the CPU queues */
 	bpf_for (i, 0, cpu_queues_only() ? nr_cpu_ids : nr_shards) {
@@ -324,19 +427,22 @@ static __always_inline void llc_balance_sample(void)
 		q = scx_bpf_dsq_nr_queued(dsq);
 		load = 0;
 		min = 0;
+		shares = 0;
 		if (q) {
-			load = dsq_queued_load(dsq, &min);
-			if (!llc_min_share[l] || min < llc_min_share[l]) {
-				llc_min_share[l] = min;
+			load = dsq_queued_load(dsq, now, &shares, &min);
+			if (!llc_min_load[l] || min < llc_min_load[l]) {
+				llc_min_load[l] = min;
 				llc_min_dsq[l] = dsq;
 			}
 			llc_queued[l] += q;
 			llc_queued_load[l] += load;
+			llc_shares[l] += shares;
 		}
 		if (cpu_queues_only()) {
 			cpu_min_waiter[i] = min;
-			cpu_load_note(i, cpu_running_share[i].share + load);
-			vtime_note_load(i, cpu_load_avg[i], 1);
+			cpu_load_note(i, cpu_running_share[i].load + load,
+				      cpu_running_share[i].share + shares);
+			vtime_note_load(i, cpu_share_avg[i], 1);
 			llc_load[l] += cpu_load_avg[i];
 		}
 	}
@@ -346,15 +452,15 @@ static __always_inline void llc_balance_sample(void)
 		if (cpu_queues_only())
 			continue;
 		llc_load[l] += llc_queued_load[l];
-		vtime_note_load(l, llc_load[l], llc_nr_cpus[l]);
+		vtime_note_load(l, llc_shares[l], llc_nr_cpus[l]);
 	}
 	if (!cpu_queues_only())
-		pinned_load_sample();
+		pinned_load_sample(now);
 }
 
 /*
  * The heaviest LLC per CPU and the lightest, as llc_balance_pair holds them,
- * if a task waits in the heaviest whose share is at most the load that,
+ * if a task waits in the heaviest whose load is at most the load that,
  * moved, evens the two out (*@limit: so a move never overshoots, and the
  * next scan does not move it back); 0 if not.
  */
@@ -388,14 +494,14 @@ static __always_inline u32 llc_balance_pick(u64 *limit)
 		return 0;
 	/* x with (load_h - x) / n_h = (load_l + x) / n_l */
 	*limit = a > b ? (a - b) / (n_heavy + n_light) : 0;
-	if (!llc_min_share[heavy] || llc_min_share[heavy] > *limit)
+	if (!llc_min_load[heavy] || llc_min_load[heavy] > *limit)
 		return 0;
 	return (heavy + 1) << 16 | (light + 1);
 }
 
 /*
  * With per-CPU queues, the CPU of LLC @llc to take from: the heaviest (by its
- * load average) whose queue holds a waiter of a share of at most @limit, as
+ * load average) whose queue holds a waiter of a load of at most @limit, as
  * the kernel's find_busiest_queue() picks the busiest runqueue by weighted
  * load and detach_tasks() skips a task heavier than the imbalance; -1 if
  * none. A global function: the verifier checks its loop once.
@@ -430,7 +536,7 @@ static void llc_balance_scan(u64 now)
 	u64 limit = 0, dsq;
 	s32 src;
 
-	llc_balance_sample();
+	llc_balance_sample(now);
 	if (!llc_balance_on())
 		return;
 	pair = llc_balance_pick(&limit);
@@ -462,27 +568,32 @@ static void llc_balance_scan(u64 now)
 
 /*
  * Move to @cpu's local DSQ the first of the first LLC_BALANCE_LOOK tasks of
- * @dsq that may run on @cpu and whose share is at most @limit, counting it in
- * @stat. Returns the moved task's share, 0 if none moved.
+ * @dsq that may run on @cpu and whose load is at most @limit, counting it in
+ * @stat. Returns the moved task's load, 0 if none moved, and its share in
+ * *@share.
  */
-static __always_inline u64 pull_within_share(s32 cpu, u64 dsq, u64 limit,
-					     enum mosaic_stat stat)
+static __always_inline u64 pull_within_load(s32 cpu, u64 dsq, u64 limit,
+					    enum mosaic_stat stat, u64 *share)
 {
+	u64 now = scx_bpf_now(), load;
 	struct task_struct *p;
+	struct task_ctx *tctx;
 	u32 seen = 0;
-	u64 share;
 
 	bpf_for_each (scx_dsq, p, dsq, 0) {
 		if (++seen > LLC_BALANCE_LOOK)
 			break;
-		share = task_share_cached(p, task_ctx_of(p));
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || share > limit)
+		tctx = task_ctx_of(p);
+		*share = task_share_cached(p, tctx);
+		load = task_balance_load(tctx, *share, now);
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || load > limit)
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 			stat_inc(stat);
-			return share ?: 1;
+			return load;
 		}
 	}
+	*share = 0;
 	return 0;
 }
 
@@ -495,8 +606,8 @@ static __always_inline u64 pull_within_share(s32 cpu, u64 dsq, u64 limit,
 static __always_inline bool llc_balance_pull(s32 cpu)
 {
 	u32 llc = llc_of(cpu) & (MAX_LLCS - 1), from;
+	u64 moved, share;
 	s32 from_cpu;
-	u64 moved;
 
 	if (!llc_pull_from[llc])
 		return false;
@@ -504,11 +615,11 @@ static __always_inline bool llc_balance_pull(s32 cpu)
 	if (!from || --from >= MAX_LLCS)
 		return false;
 	from_cpu = llc_pull_cpu[llc];
-	moved = pull_within_share(cpu, llc_pull_dsq[llc], llc_pull_limit[llc],
-				  STAT_LLC_BALANCE_PULLS);
+	moved = pull_within_load(cpu, llc_pull_dsq[llc], llc_pull_limit[llc],
+				 STAT_LLC_BALANCE_PULLS, &share);
 	if (from_cpu >= 0) {
 		shard_index_sync(from_cpu);
-		cpu_load_move(from_cpu, cpu, moved);
+		cpu_load_move(from_cpu, cpu, moved, share);
 	}
 	return moved;
 }
@@ -551,7 +662,7 @@ static __always_inline bool steal_scan(s32 cpu)
  * tasks go - is noted; a DSQ move cannot run in ops.tick, so the CPU's next
  * dispatch (its slice end, at most a slice later: the kernel's pulled task also
  * waits behind the running one) takes the first such task it may run, and moves
- * its share between the two averages. A move of share x < H - L from load H to
+ * its load between the two averages. A move of load x < H - L from load H to
  * load L lowers the sum of the squared loads by 2x(H - L - x), so such moves
  * end. After PERIODIC_SWAP_FAILS failed balances in a row, one more move, which
  * the kernel's escalation also makes: a swap (x >= H - L), onto a CPU with
@@ -576,7 +687,7 @@ static __always_inline bool steal_scan(s32 cpu)
 
 struct periodic_state {
 	u64 next_at;   /* when the CPU's next periodic balance is due */
-	u64 limit;     /* the largest share its pull may take */
+	u64 limit;     /* the largest load its pull may take */
 	u32 pull_from; /* heaviest CPU (+1; 0: none) its dispatch pulls from */
 	u32 failed;    /* balances in a row that found no task light enough */
 	u64 avg;       /* periodic_weigh_llc()'s results: the LLC's average */
@@ -624,6 +735,7 @@ static __always_inline void periodic_balance_tick(s32 cpu, u64 now)
 {
 	struct periodic_state *st = &periodic_states[cpu_idx(cpu)];
 	u64 interval, own, heaviest, lightest = 0, avg, imbalance, gap, limit;
+	u64 shares = 0;
 	u32 llc = llc_of(cpu);
 	s32 from;
 
@@ -643,7 +755,7 @@ static __always_inline void periodic_balance_tick(s32 cpu, u64 now)
 	if (from < 0 || own >= avg || heaviest * 100 <= own * IMBALANCE_PCT)
 		goto balanced;
 	imbalance = heaviest - avg < avg - own ? heaviest - avg : avg - own;
-	dsq_queued_load(cpu_dsq_id(from), &lightest);
+	dsq_queued_load(cpu_dsq_id(from), now, &shares, &lightest);
 	if (!lightest)
 		goto balanced;
 	/* detach_tasks(): a task of at most the imbalance, doubled for each
@@ -673,16 +785,16 @@ balanced:
 static __always_inline bool periodic_balance_pull(s32 cpu)
 {
 	struct periodic_state *st = &periodic_states[cpu_idx(cpu)];
-	u64 moved;
+	u64 moved, share;
 	s32 from;
 
 	if (!cpu_queues_only() || !st->pull_from)
 		return false;
 	from = (s32)st->pull_from - 1;
 	st->pull_from = 0;
-	moved = pull_within_share(cpu, cpu_dsq_id(from), st->limit,
-				  STAT_PERIODIC_PULLS);
+	moved = pull_within_load(cpu, cpu_dsq_id(from), st->limit,
+				 STAT_PERIODIC_PULLS, &share);
 	shard_index_sync(from);
-	cpu_load_move(from, cpu, moved);
+	cpu_load_move(from, cpu, moved, share);
 	return moved;
 }
