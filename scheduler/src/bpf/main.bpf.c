@@ -322,6 +322,8 @@ void BPF_STRUCT_OPS(mosaic_stopping, struct task_struct *p, bool runnable)
 	if (!tctx)
 		return;
 	ran = task_ran(tctx, now);
+	if (!runnable)
+		balance_sleeping(tctx, now);
 	pair_run_on_note(tctx, cpu, now);
 	llc_balance_stopping(cpu);
 	util_stopping(tctx, cpu, now);
@@ -378,10 +380,8 @@ void BPF_STRUCT_OPS(mosaic_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tctx = task_ctx_of(p);
 
-	if (!tctx)
-		return;
-	balance_quiescent(tctx, scx_bpf_now());
-	weight_quiescent(tctx);
+	if (tctx)
+		weight_quiescent(tctx);
 }
 
 /* sched_yield(): see vtime_yield(); yielding to a given task is not done. */

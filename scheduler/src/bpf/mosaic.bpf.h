@@ -100,7 +100,7 @@ struct task_ctx {
 	u64 share_at;
 	u64 runnable_at;      /* when it last became runnable, 0: running */
 	u64 runnable_frac_at; /* when runnable_frac was last brought up to
-			       * date: it last became runnable or quiescent */
+			       * date: it last woke or stopped to sleep */
 	u32 runnable_frac;    /* how much of the recent past it was runnable,
 			       * 1/1024ths (steal.bpf.c: the balance's load) */
 	u64 group_checked_at; /* last tick that checked its partition */
@@ -118,6 +118,7 @@ struct task_ctx {
 			       * wait times how fast an idle CPU starts */
 	bool in_idle_cgroup;  /* one of its cgroups has cpu.idle (as of its
 			       * last charge) */
+	bool asleep;	      /* it stopped to sleep and has not woken since */
 	u32 bw_parked;	      /* on a cpu.max park queue; cleared by one
 			       * atomic swap, whose winner counts the leave */
 };
@@ -692,10 +693,10 @@ static void llc_balance_scan(u64 now);
 static __always_inline void llc_balance_note_share(struct task_struct *p,
 						   struct task_ctx *tctx,
 						   s32 cpu, u64 now);
-/* a task's runnable fraction: it starts (enable), wakes, goes quiescent */
+/* a task's runnable fraction: it starts (enable), wakes, stops to sleep */
 static __always_inline void balance_load_init(struct task_ctx *tctx, u64 now);
 static __always_inline void balance_runnable(struct task_ctx *tctx, u64 now);
-static __always_inline void balance_quiescent(struct task_ctx *tctx, u64 now);
+static __always_inline void balance_sleeping(struct task_ctx *tctx, u64 now);
 static __always_inline void llc_balance_stopping(s32 cpu);
 /* take a task from the LLC the scan hinted, if any */
 static __always_inline bool llc_balance_pull(s32 cpu);
