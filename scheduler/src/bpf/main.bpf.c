@@ -372,7 +372,7 @@ void BPF_STRUCT_OPS(mosaic_runnable, struct task_struct *p, u64 enq_flags)
 		return;
 	now = scx_bpf_now();
 	wait_begin(tctx, now);
-	balance_runnable(tctx, now);
+	balance_runnable(tctx, now, enq_flags & SCX_ENQ_WAKEUP);
 	weight_runnable(p, tctx);
 }
 

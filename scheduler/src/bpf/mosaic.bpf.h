@@ -118,7 +118,6 @@ struct task_ctx {
 			       * wait times how fast an idle CPU starts */
 	bool in_idle_cgroup;  /* one of its cgroups has cpu.idle (as of its
 			       * last charge) */
-	bool asleep;	      /* it stopped to sleep and has not woken since */
 	u32 bw_parked;	      /* on a cpu.max park queue; cleared by one
 			       * atomic swap, whose winner counts the leave */
 };
@@ -695,7 +694,8 @@ static __always_inline void llc_balance_note_share(struct task_struct *p,
 						   s32 cpu, u64 now);
 /* a task's runnable fraction: it starts (enable), wakes, stops to sleep */
 static __always_inline void balance_load_init(struct task_ctx *tctx, u64 now);
-static __always_inline void balance_runnable(struct task_ctx *tctx, u64 now);
+static __always_inline void balance_runnable(struct task_ctx *tctx, u64 now,
+					     bool woke);
 static __always_inline void balance_sleeping(struct task_ctx *tctx, u64 now);
 static __always_inline void llc_balance_stopping(s32 cpu);
 /* take a task from the LLC the scan hinted, if any */

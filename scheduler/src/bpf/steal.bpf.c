@@ -241,13 +241,13 @@ static __always_inline void balance_load_init(struct task_ctx *tctx, u64 now)
 }
 
 /* A task becomes runnable at @now: it slept since it last changed if it
- * stopped to sleep; else it was runnable throughout (a dequeue to change its
- * properties, ops.quiescent and ops.runnable without a sleep). */
-static __always_inline void balance_runnable(struct task_ctx *tctx, u64 now)
+ * @woke (SCX_ENQ_WAKEUP); else it was runnable throughout (a fork, or a
+ * dequeue that only changed its properties). */
+static __always_inline void balance_runnable(struct task_ctx *tctx, u64 now,
+					     bool woke)
 {
-	tctx->runnable_frac = runnable_frac_now(tctx, !tctx->asleep, now);
+	tctx->runnable_frac = runnable_frac_now(tctx, !woke, now);
 	tctx->runnable_frac_at = now;
-	tctx->asleep = false;
 }
 
 /* A task stops at @now to sleep (ops.stopping, not runnable: the time its
@@ -256,7 +256,6 @@ static __always_inline void balance_sleeping(struct task_ctx *tctx, u64 now)
 {
 	tctx->runnable_frac = runnable_frac_now(tctx, true, now);
 	tctx->runnable_frac_at = now;
-	tctx->asleep = true;
 }
 
 /* The load of @p, runnable now, of share @share (at least 1: 0 is "none"). */
