@@ -167,7 +167,7 @@ idle_next_to_busy() {
 
 # First with this load's watchdog (idle tasks overdue after a quarter of it) ...
 echo 1 >$CG/idle/cpu.idle
-idle_next_to_busy idle_contended 4
+idle_next_to_busy idle_contended 8
 window idle_alone 3 idle
 stop_hogs
 stop_mosaic
