@@ -69,14 +69,12 @@ def test_cpu_max_and_cpu_idle(topo):
     # after 7.5 s) and with a 5 s one (overdue after 1.25 s). An overdue task runs a tick (4 ms)
     # on a busy CPU: 0.32 % of a CPU per idle task. Under TCG a vCPU runs its tick alone on the
     # host thread, so the share of work is the vCPU count times that: 1.3 % on 4 vCPUs, 2.6 % on
-    # 8. Beyond those turns, idle tasks sometimes get more: one 7 s window had 45 idle turns
-    # where the overdue ones make 31-34 (schedstat's pcount), as if a CPU found no busy loop for
-    # a moment (cause not pinned down). With 4 s windows on 8 vCPUs: 1.6-2.8 % in 19 runs, once
-    # 4.3 % (in CI); stretched to about 7 s: 1.1-3.4 % in 20. The window is 8 s, which averages
-    # such moments (2.0-2.6 % in 13 runs). Work, not cpu.stat time: a turn that spans the other
-    # vCPUs' turns of the host thread is billed all of them (up to (vCPUs - 1) x 100 ms), which
-    # put the idle cgroup's CPU time at 2.4-9.5 % of the busy one's on 8 vCPUs
-    # (tests/guest/cgroup-cpu.sh, idle_next_to_busy).
+    # 8. Idle tasks sometimes get more turns than the overdue ones (as if a CPU found no busy
+    # loop for a moment; cause not pinned down), which a 4 s window let weigh up to 4.3 % on 8
+    # vCPUs; the 8 s window averages such moments (seen: 2.0-2.6 %). Work, not cpu.stat time: a
+    # turn that spans the other vCPUs' turns of the host thread is billed all of them (up to
+    # (vCPUs - 1) x 100 ms), which put the idle cgroup's CPU time at 2.4-9.5 % of the busy one's
+    # on 8 vCPUs (tests/guest/cgroup-cpu.sh, idle_next_to_busy).
     for phase, bound in (("idle_default", 0.02), ("idle_contended", 0.02 * ncpus / 4)):
         idle, busy = int(g[f"{phase}_work_idle"]), int(g[f"{phase}_work_busy"])
         assert busy > 0 and idle < bound * busy, (phase, idle, busy)
