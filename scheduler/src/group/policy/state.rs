@@ -455,10 +455,9 @@ impl Policy {
         // the attempt a load window later, on loads that share no sample with
         // these, picks the same partition. One burst fills one window, and
         // demand is scaled by weight: a nice -20 task waiting 150 ms weighs
-        // 13 CPUs over a 1 s window. (test_group once saw a settled group
-        // leave for its neighbour's partition, near the end of a steady run,
-        // on one reading of 13 CPUs of other load on a 4-CPU partition.) A
-        // partition its cpuset no longer reaches is left at once.
+        // 13 CPUs over a 1 s window, and would draw a group out of a
+        // partition it fits in. A partition its cpuset no longer reaches is
+        // left at once.
         let can_stay = g
             .pref
             .is_some_and(|p| g.allowed.get(p).copied().unwrap_or(true));
