@@ -61,6 +61,19 @@ def test_monitor_prints_the_running_instances_counters_moving(guest):
     assert s["shard_enqueues"] + s["direct_dispatches"] > 0
 
 
+def test_stats_json_prints_one_snapshot_of_the_running_instance(guest):
+    g = guest
+    assert g["json_none_rc"] != "0" and g["json_none_lines"] == "1", g.out
+    assert g["json_rc"] == "0" and g["json_lines"] == "1", g.out
+    now, final = g.json["now"], g.json["stats"]
+    assert now["scheduler"] == "mosaic"
+    # a snapshot taken under the load: counters already moving, none past the final ones
+    assert 0 < now["runtime_s"] < final["runtime_s"]
+    assert 0 < now["cpu_enqueues"] + now["direct_dispatches"]
+    for k in ("shard_enqueues", "direct_dispatches", "cpu_enqueues", "dispatch_empty", "migrations"):
+        assert now[k] <= final[k], k
+
+
 def test_the_socket_goes_with_the_instance(guest):
     assert guest["after_rc"] != "0"
     assert guest["after_lines"] == "1", guest.out

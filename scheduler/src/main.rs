@@ -657,10 +657,10 @@ fn main() {
         stats_server::print_help();
         return;
     }
+    let socket = Path::new(stats_server::SOCKET);
     let result = match opts.monitor {
-        Some(secs) => {
-            stats_server::monitor(Path::new(stats_server::SOCKET), secs, None, None).map(|_| 0)
-        }
+        _ if opts.stats_json => stats_server::print_json(socket).map(|_| 0),
+        Some(secs) => stats_server::monitor(socket, secs, None, None).map(|_| 0),
         None => run(&opts),
     };
     match result {

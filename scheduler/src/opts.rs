@@ -176,6 +176,12 @@ pub struct Opts {
     #[arg(long, value_name = "SECS", value_parser = parse_period)]
     pub monitor: Option<f64>,
 
+    /// Load nothing: print the stats of the scx_mosaic already running once,
+    /// as one JSON object (the --stats-file fields but the exit's), and exit:
+    /// for scripts that read the counters before and after a workload.
+    #[arg(long, conflicts_with = "monitor")]
+    pub stats_json: bool,
+
     /// Describe every stats field (--stats-file, scx_stats, --monitor) and exit.
     #[arg(long)]
     pub help_stats: bool,

@@ -334,6 +334,19 @@ impl Client {
     }
 }
 
+/// --stats-json: prints the stats of the instance serving on @path once, as
+/// one JSON line.
+pub fn print_json(path: &Path) -> Result<()> {
+    print_stdout(&stats_json(path)?);
+    Ok(())
+}
+
+/// The stats of the instance serving on @path as one JSON line.
+fn stats_json(path: &Path) -> Result<String> {
+    let metrics = Client::connect(path, 0.0)?.metrics()?;
+    Ok(serde_json::to_string(&metrics)?)
+}
+
 /// --monitor: prints the rates of the instance serving on @path every
 /// @interval seconds, @rounds times, until it goes away, @stop is set or
 /// stdout is closed (`| head`: then it ends quietly, Ok).
@@ -580,6 +593,17 @@ mod tests {
         });
         assert!(!stop.load(Ordering::Relaxed));
         assert_eq!(printed.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn stats_json_is_the_instances_snapshot_on_one_line() {
+        let line = serve_while(sample, |path| stats_json(&path)).unwrap();
+        assert!(!line.contains('\n'), "{line}");
+        let back: Metrics = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, sample(1));
+        let dir = tempfile::tempdir().unwrap();
+        let err = stats_json(&dir.path().join("stats")).unwrap_err();
+        assert!(format!("{err:#}").contains("no scx_mosaic instance is running"));
     }
 
     #[test]

@@ -239,7 +239,7 @@ pub fn section(md: &mut String, cells: &[Cell], costs: &Costs) -> Result<()> {
          workloads scaled as its rows are: {RUNS} paired runs per side (RNG seeds as the rows', step \
          jitter as theirs), the median change and its 95 % interval; positive: the design is faster \
          (hackbench time, UDP_RR transactions/s); an interval that does not clear ±{} % around zero counts \
-         as no difference shown (the seed rows tell apart one inside that band from one across its edge).\n\n| machine | CPUs per LLC | workload | {} | {} |\n|---|---|---|---|---|",
+         as no difference shown.\n\n| machine | CPUs per LLC | workload | {} | {} |\n|---|---|---|---|---|",
         SIDES[0].1,
         stats::EQUIVALENCE,
         SIDES[1].0,

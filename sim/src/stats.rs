@@ -119,31 +119,30 @@ pub fn side(s: &Spread) -> Side {
     }
 }
 
-/// Whether @s's interval decides a verdict: it clears the band (a
-/// difference) or lies wholly inside it (none the band can show). One that
-/// straddles an edge of the band shows neither: with other RNG seeds the same
-/// row can land on either side of that edge.
-pub fn decided(s: &Spread) -> bool {
-    side(s) != Side::Within || (s.lo >= -EQUIVALENCE && s.hi <= EQUIVALENCE)
-}
-
-/// What a row's interval says about the seed's claim.
+/// What a row's interval says about the seed's claim. Every verdict but
+/// Undetermined names a region the whole interval lies in, and the regions'
+/// edges sit where the claim's answer changes: the band around zero and a
+/// third and three times the seed's change. A change near the band's edge
+/// but far below the seed's is "under a third" however it lands, so the
+/// verdict does not flip between RNG seeds on an edge the claim does not ask about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Verdict {
-    /// clears the band in the seed's direction, median within SIZE_FACTOR
+    /// beyond the band and a third of the seed's change, within three times it
     Yes,
-    /// clears the band in the seed's direction, median beyond SIZE_FACTOR
-    DirectionOnly,
-    /// lies wholly inside the band around zero
-    NoDifference,
+    /// in the seed's direction, wholly beyond three times its change
+    Larger,
+    /// wholly under a third of the seed's change (or under the band's edge,
+    /// for a seed change under three bands) and not beyond the band the
+    /// other way
+    Smaller,
     /// clears the band the other way
     Opposite,
     /// the seed saw no difference and the interval lies inside the band
     NoDifferenceAsSeed,
     /// the seed saw no difference and the interval clears the band
     DifferenceUnlikeSeed,
-    /// the interval straddles an edge of the band, even with the most runs
-    /// a row may take (not decided())
+    /// the interval straddles a region's edge, even with the most runs a
+    /// row may take
     Undetermined,
 }
 
@@ -152,12 +151,12 @@ impl Verdict {
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Yes => "yes",
-            Verdict::DirectionOnly => "direction yes, size off",
-            Verdict::NoDifference => "no difference",
-            Verdict::Opposite => "no",
+            Verdict::Larger => "direction yes, over 3x the seed's change",
+            Verdict::Smaller => "no (under a third of the seed's change)",
+            Verdict::Opposite => "no (the other way)",
             Verdict::NoDifferenceAsSeed => "yes (no difference, as the seed)",
             Verdict::DifferenceUnlikeSeed => "no (a difference where the seed saw none)",
-            Verdict::Undetermined => "undetermined (the interval straddles the band's edge)",
+            Verdict::Undetermined => "undetermined (the interval straddles a verdict's edge)",
         }
     }
 
@@ -170,28 +169,31 @@ impl Verdict {
 /// The verdict for a seed change @seed (in the row's unit; @seed_null: the
 /// seed reported no significant difference) given the simulated spread @s.
 pub fn verdict(seed: f64, seed_null: bool, s: &Spread) -> Verdict {
-    if !decided(s) {
-        return Verdict::Undetermined;
-    }
-    let side = side(s);
     if seed_null {
-        return if side == Side::Within {
-            Verdict::NoDifferenceAsSeed
-        } else {
-            Verdict::DifferenceUnlikeSeed
+        return match side(s) {
+            _ if s.lo >= -EQUIVALENCE && s.hi <= EQUIVALENCE => Verdict::NoDifferenceAsSeed,
+            Side::Within => Verdict::Undetermined,
+            _ => Verdict::DifferenceUnlikeSeed,
         };
     }
-    if side == Side::Within {
-        return Verdict::NoDifference;
-    }
-    if (side == Side::Above) != (seed > 0.0) {
-        return Verdict::Opposite;
-    }
-    let (m, want) = (s.median.abs(), seed.abs());
-    if m <= want * SIZE_FACTOR && m >= want / SIZE_FACTOR {
+    // the interval in the seed's direction: positive is the way the seed went
+    let (lo, hi) = if seed > 0.0 {
+        (s.lo, s.hi)
+    } else {
+        (-s.hi, -s.lo)
+    };
+    let small = (seed.abs() / SIZE_FACTOR).max(EQUIVALENCE);
+    let large = seed.abs() * SIZE_FACTOR;
+    if hi < -EQUIVALENCE {
+        Verdict::Opposite
+    } else if lo >= -EQUIVALENCE && hi < small {
+        Verdict::Smaller
+    } else if lo > large {
+        Verdict::Larger
+    } else if lo > small && hi <= large {
         Verdict::Yes
     } else {
-        Verdict::DirectionOnly
+        Verdict::Undetermined
     }
 }
 
@@ -230,71 +232,40 @@ mod tests {
 
     #[test]
     fn verdicts_follow_the_interval() {
-        assert_eq!(verdict(10.0, false, &sp(8.0, 5.0, 11.0)), Verdict::Yes);
-        assert_eq!(
-            verdict(10.0, false, &sp(2.0, 1.0, 3.0)),
-            Verdict::DirectionOnly
-        );
-        assert_eq!(
-            verdict(10.0, false, &sp(40.0, 35.0, 45.0)),
-            Verdict::DirectionOnly
-        );
-        assert_eq!(
-            verdict(10.0, false, &sp(0.1, -0.4, 0.5)),
-            Verdict::NoDifference
-        );
-        // an interval that holds zero and reaches past the band: undecided
-        assert_eq!(
-            verdict(10.0, false, &sp(1.0, -1.0, 3.0)),
-            Verdict::Undetermined
-        );
-        assert_eq!(
-            verdict(10.0, false, &sp(-2.0, -3.0, -1.0)),
-            Verdict::Opposite
-        );
-        assert_eq!(verdict(-4.6, false, &sp(-10.0, -12.0, -8.0)), Verdict::Yes);
-        assert_eq!(verdict(-4.6, false, &sp(3.0, 2.0, 4.0)), Verdict::Opposite);
-        assert_eq!(
-            verdict(-0.3, true, &sp(-0.1, -0.5, 0.3)),
-            Verdict::NoDifferenceAsSeed
-        );
-        assert_eq!(
-            verdict(-0.3, true, &sp(-1.0, -2.0, 0.5)),
-            Verdict::Undetermined
-        );
-        assert_eq!(
-            verdict(-0.3, true, &sp(-4.0, -5.0, -3.0)),
-            Verdict::DifferenceUnlikeSeed
-        );
-        // an interval off zero but within EQUIVALENCE of it: no difference
-        assert_eq!(
-            verdict(-4.5, false, &sp(-0.1, -0.2, -0.05)),
-            Verdict::NoDifference
-        );
-        assert_eq!(
-            verdict(-0.3, true, &sp(-0.2, -0.3, -0.1)),
-            Verdict::NoDifferenceAsSeed
-        );
-        // off zero and reaching past the band, but not clearing it: neither
-        // a difference nor its absence (base seeds 1 and 1001 once read
-        // [-1.98, -0.58] and [-1.11, -0.23] for the same row)
-        assert_eq!(
-            verdict(-4.5, false, &sp(-0.6, -0.8, -0.4)),
-            Verdict::Undetermined
-        );
-        assert_eq!(
-            verdict(1.9, false, &sp(-0.9, -1.9, -0.3)),
-            Verdict::Undetermined
-        );
-        assert!(decided(&sp(-0.5, -0.5, 0.5)) && !decided(&sp(-0.5, -0.51, 0.5)));
-        // clearing it: a difference
-        assert_eq!(
-            verdict(-4.5, false, &sp(-0.8, -1.0, -0.6)),
-            Verdict::DirectionOnly
-        );
-        assert_eq!(
-            verdict(1.9, false, &sp(-1.5, -2.4, -0.6)),
-            Verdict::Opposite
-        );
+        let v = |seed, lo, hi| verdict(seed, false, &sp((lo + hi) / 2.0, lo, hi));
+        // within a third and three times the seed's change, beyond the band
+        assert_eq!(v(10.0, 5.0, 11.0), Verdict::Yes);
+        assert_eq!(v(-4.6, -12.0, -8.0), Verdict::Yes);
+        assert_eq!(v(10.0, 35.0, 45.0), Verdict::Larger);
+        // under a third: near zero, off it, or across the band's edge alike
+        assert_eq!(v(10.0, -0.4, 0.5), Verdict::Smaller);
+        assert_eq!(v(10.0, 1.0, 3.0), Verdict::Smaller);
+        assert_eq!(v(10.0, -0.5, 3.0), Verdict::Smaller);
+        // the row that once flipped: base seeds 1 and 1001 read [+0.74,
+        // +3.24] and [-0.39, +0.73] against the seed's +30.6 %
+        assert_eq!(v(30.6, 0.74, 3.24), v(30.6, -0.39, 0.73));
+        assert_eq!(v(-4.5, -0.2, -0.05), Verdict::Smaller);
+        assert_eq!(v(-4.5, -0.8, -0.4), Verdict::Smaller);
+        // a seed change under three bands: the band's edge bounds "under"
+        assert_eq!(v(1.3, -0.2, 0.45), Verdict::Smaller);
+        assert_eq!(v(1.3, 0.2, 0.6), Verdict::Undetermined);
+        // the other way
+        assert_eq!(v(10.0, -3.0, -1.0), Verdict::Opposite);
+        assert_eq!(v(-4.6, 2.0, 4.0), Verdict::Opposite);
+        assert_eq!(v(1.9, -2.4, -0.6), Verdict::Opposite);
+        // straddling an edge: a third of the seed's, three times it, the band
+        assert_eq!(v(10.0, 2.0, 5.0), Verdict::Undetermined);
+        assert_eq!(v(10.0, 25.0, 35.0), Verdict::Undetermined);
+        assert_eq!(v(1.9, -1.9, -0.3), Verdict::Undetermined);
+        assert_eq!(v(10.0, -1.0, 3.0), Verdict::Undetermined);
+        assert_eq!(v(-4.5, -2.0, -1.0), Verdict::Undetermined);
+        // a seed that saw no difference
+        let n = |lo, hi| verdict(-0.3, true, &sp((lo + hi) / 2.0, lo, hi));
+        assert_eq!(n(-0.5, 0.3), Verdict::NoDifferenceAsSeed);
+        assert_eq!(n(-0.3, -0.1), Verdict::NoDifferenceAsSeed);
+        assert_eq!(n(-2.0, 0.5), Verdict::Undetermined);
+        assert_eq!(n(-5.0, -3.0), Verdict::DifferenceUnlikeSeed);
+        assert_eq!(n(-0.5, 0.5), Verdict::NoDifferenceAsSeed);
+        assert_eq!(n(-0.51, 0.5), Verdict::Undetermined);
     }
 }

@@ -5,6 +5,8 @@ scx_mosaic --monitor 1 >/tmp/none 2>&1; report none_rc $?
 report none_lines "$(wc -l </tmp/none)"
 report none_msg "$(cat /tmp/none)"
 report state_after_none "$(cat $SCX/state)"
+scx_mosaic --stats-json >/tmp/none-json 2>&1; report json_none_rc $?
+report json_none_lines "$(wc -l </tmp/none-json)"
 start_mosaic --stats 0 --stats-file /tmp/s.json || exit 1
 stress-ng --switch 2 --cpu 2 --timeout 20s >/tmp/stress.out 2>&1 &
 LOAD=$!
@@ -13,6 +15,11 @@ sleep 1
 timeout 10 scx_mosaic --monitor 1 >/tmp/mon 2>&1
 report monitor_rc $?
 sed 's/^/MON /' /tmp/mon
+# --stats-json: one snapshot of the running instance, for scripts
+scx_mosaic --stats-json >/tmp/now.json 2>/tmp/now.err
+report json_rc $?
+report json_lines "$(wc -l </tmp/now.json)"
+report_json now /tmp/now.json
 report ops_during "$(cat $SCX/root/ops)"
 wait $LOAD
 stop_mosaic
