@@ -1,7 +1,8 @@
 //! The simulator against the VM: for each VM preset the simulator models, the
 //! bench workloads' counter ratios as scx_mosaic counted them in the guest
-//! (docs/sim-vm-counters.json, written by scripts/sim-vm-counters) next to the
-//! same ratios from the simulator running the same BPF on the same preset.
+//! over each workload's window (docs/sim-vm-counters.json, written by
+//! scripts/sim-vm-counters) next to the same ratios from the simulator
+//! running the same BPF on the same preset, the workload alone.
 //! A section of docs/sim-report.md.
 //!
 //! Ratios, not counts: the simulator's hackbench and pipe are behavioural
@@ -53,11 +54,11 @@ const SHARD_PULLS: &[&str] = &[
 const STEALS: &[&str] = &["steal_pulls_node", "steal_pulls_remote"];
 /// The workload whose own wakeups all go to the waker's CPU by the pair rule
 /// (perf bench sched pipe: wake_sync): what else the scheduler counts in its
-/// VM runs is the guest's, not the workload's.
+/// window is the guest's own tasks', not the workload's.
 const BACKGROUND_PROBE: &str = "pipe";
-/// The preset whose BACKGROUND_PROBE runs give the background's rates (its
-/// pipe cells are all trivial, so the fit decides no compared cell there);
-/// every other cell tests them.
+/// The preset whose BACKGROUND_PROBE windows give the background's rates
+/// (its pipe cells are all trivial, so the fit decides no compared cell
+/// there); every other cell tests them.
 const BACKGROUND_PRESET: &str = "2node";
 
 /// One row: numerator counters over denominator counters ("@wall_ns": the
@@ -74,7 +75,7 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's count also holds the guest's background (see its paragraph above), whose wakeups mostly find their previous CPU idle (prev_kept); the simulator runs it before the workload only, so where it is lower, suspect the background's wakeups during the workload, and on the hardware model a start that takes longer under TCG than its fork (the host-thread model fits its forks on the VM's start-up)",
+        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's window also holds the guest's own tasks that wake during the workload, mostly onto an idle CPU, which the simulator runs only as a model fitted on one preset's pipe windows (see the window's paragraph): where it is lower, suspect them, and on the hardware model a start that takes longer under TCG than its fork (the host-thread model fits its forks on the VM's start-up)",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
@@ -86,7 +87,7 @@ const RATIOS: &[Ratio] = &[
         name: "sibling-shard pulls / pulls inside the LLC",
         num: &["shard_pulls_sibling", "shard_pulls_older"],
         den: &[SHARD_PULLS],
-        why: "in hackbench and messaging the VM's share is mostly pulls of a sibling shard's head more than a slice older in vtime (shard_pulls_older), which needs the tasks' vtimes to spread by a slice: the hardware model runs the whole workload within a few slices and makes none, the TCG sim and the VM stretch it over the VM's time; pipe's few in the VM are the background's, whose pinned threads' pulls (cpu_pulls) the simulator counts in the denominator too",
+        why: "in hackbench and messaging the VM's share is mostly pulls of a sibling shard's head more than a slice older in vtime (shard_pulls_older), which needs the tasks' vtimes to spread by a slice: the hardware model runs the whole workload within a few slices and makes none, the TCG sim and the VM stretch it over the VM's time; pipe's few in the VM are the guest's own tasks' (see the window's paragraph)",
     },
     Ratio {
         name: "steals / placements",
@@ -110,7 +111,7 @@ const RATIOS: &[Ratio] = &[
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "a large part of the VM's count is the guest's background (see its paragraph above): its tasks wake on idle CPUs, which find nothing once they are done; the simulator runs it before the workload. Where a model is higher, its own CPUs found nothing more often during the workload than the VM's; where it is lower, less often (the background's wakeups during the workload, left out, are one candidate); pipe's own pair shares one CPU, which never dispatches empty",
+        why: "the VM's window also holds the guest's own tasks that run during the workload: they wake on idle CPUs, which find nothing once they are done; the simulator runs them as a model fitted on one preset's pipe windows (see the window's paragraph). Where a model is higher, its CPUs found nothing more often during the workload than the VM's; where it is lower, less often; pipe's own pair shares one CPU, which never dispatches empty",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
@@ -122,7 +123,7 @@ const RATIOS: &[Ratio] = &[
         name: "time overloaded / workload time",
         num: &["overload_ns"],
         den: &[&["@wall_ns"]],
-        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: suspect the guest's background (see its paragraph above) queued behind the pair now and then; the simulator runs it before the workload only",
+        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: the pair's sync wakeups raise no flag, so the VM's spells inside the window are something else queued behind the pair now and then: the guest's own tasks (see the window's paragraph), whose model in the simulator wakes them where they find an idle CPU, or the program's own start; not found",
     },
 ];
 
@@ -295,7 +296,8 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     let j = crate::report::STEP_JITTER;
     writeln!(
         md,
-        "scx_mosaic's counters under the bench workloads in the VM (`{}`, commit {}, {}, {} rounds; \
+        "scx_mosaic's counters over each bench workload in the VM, its window alone (the stats just \
+         after the workload less just before; below) (`{}`, commit {}, {}, {} rounds; \
          {}: TCG models no caches and runs the vCPUs in turn on one host thread, so the VM side is \
          noisy) against the simulator running the same BPF on the same preset, a guest \
          there too (`--same-rq-pull`'s auto is on), {SEEDS} times per cell (RNG seeds \
@@ -332,10 +334,6 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         .map(|b| format!(",{}", b.opts()))
         .unwrap_or_default();
     let fits = tcg_calibration(exe, dir, presets, workloads, seed, &bg_opts)?;
-    // the background probe's VM runs and simulated runs (hardware, TCG), and
-    // every other workload's VM runs: the background paragraph
-    let mut probe: [Vec<Value>; 3] = Default::default();
-    let mut others: Vec<Value> = Vec::new();
     // every compared cell, on the hardware model and on the model of the
     // VM's host thread
     let mut compared: Vec<Cell> = Vec::new();
@@ -373,17 +371,6 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
             ) {
                 walls.push((name.clone(), preset.clone(), v, h, t));
             }
-            for x in runs.iter().filter(|x| x["workload"] == name.as_str()) {
-                if name == BACKGROUND_PROBE {
-                    probe[0].push(x["counters"].clone());
-                } else {
-                    others.push(x["counters"].clone());
-                }
-            }
-            if name == BACKGROUND_PROBE {
-                probe[1].extend(hw.iter().map(|s| s["counters"].clone()));
-                probe[2].extend(tcg.iter().map(|s| s["counters"].clone()));
-            }
             sims.push((hw, tcg));
         }
         for r in RATIOS {
@@ -393,7 +380,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
                     .iter()
                     .filter(|x| x["workload"] == name.as_str())
                     .filter_map(|x| {
-                        ratio(r, &x["counters"], x["wall_s"].as_f64().unwrap_or(0.0) * 1e9)
+                        ratio(r, vm_counters(x), x["wall_s"].as_f64().unwrap_or(0.0) * 1e9)
                     })
                     .collect();
                 let (lo, hi) = span(&vm_vals);
@@ -422,7 +409,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         "{}\n",
         tcg_summary(&compared, &compared_tcg, &fits, &walls)
     )?;
-    if let Some(note) = background_note(&probe, &others, bg.as_ref()) {
+    if let Some(note) = window_note(presets, workloads, bg.as_ref()) {
         writeln!(md, "{note}\n")?;
     }
     let vm_commit = vm["commit"].as_str().unwrap_or("");
@@ -468,82 +455,74 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     Ok(())
 }
 
-/// The guest's background as the simulator runs it (workload.rs,
-/// Background), fitted on BACKGROUND_PRESET's BACKGROUND_PROBE runs.
+/// The guest's own tasks during the workload as the simulator runs them
+/// (workload.rs, Background, bg_during=1), fitted on BACKGROUND_PRESET's
+/// BACKGROUND_PROBE windows.
 struct BackgroundFit {
-    /// the scheduler's load outside the workload, ms: scx_mosaic's
-    /// runtime_s less the workload's wall time (an upper bound: it also
-    /// holds the BPF's loading), median
-    ms: u64,
     /// the period of the unbound kernel thread and of each CPU's, us
     unbound_us: u64,
     percpu_us: u64,
-    /// what it reproduces there per run: wakeups that select_cpu placed
-    /// other than by the pair rule, pulls from a CPU's own queue
+    /// what it reproduces there per window: wakeups that select_cpu placed
+    /// other than by the pair rule or found no CPU for, pulls from a CPU's
+    /// own queue; the window's wall time, s
     wakeups: f64,
     pinned: f64,
+    wall_s: f64,
 }
 
 impl BackgroundFit {
     /// The workload options that run it.
     fn opts(&self) -> String {
         format!(
-            "bg_ms={},bg_unbound_us={},bg_percpu_us={}",
-            self.ms, self.unbound_us, self.percpu_us
+            "bg_during=1,bg_unbound_us={},bg_percpu_us={}",
+            self.unbound_us, self.percpu_us
         )
     }
 }
 
-/// The background that makes the probe's runs on BACKGROUND_PRESET count
-/// what its VM runs count besides the workload's pair wakeups: over the
-/// load's time outside the workload, the agent's wakeups (one per
-/// AGENT_PERIOD_NS), an unbound kernel thread's for the rest of those
-/// wakeups, a thread on each CPU for the pulls from CPUs' own queues (the
-/// probe's own time is left to the pair: a per-run fit). None without runs.
+/// The background that makes the probe's windows on BACKGROUND_PRESET count
+/// what their VM windows count besides the workload's pair wakeups: over the
+/// window's wall time, the agent's wakeups (one per AGENT_PERIOD_NS), an
+/// unbound kernel thread's for the rest of those wakeups, a thread on each
+/// CPU for the pulls from CPUs' own queues. None without windows.
 fn background_fit(presets: &serde_json::Map<String, Value>) -> Option<BackgroundFit> {
     let runs: Vec<&Value> = presets
         .get(BACKGROUND_PRESET)?
         .as_array()?
         .iter()
-        .filter(|x| x["workload"] == BACKGROUND_PROBE)
+        .filter(|x| x["workload"] == BACKGROUND_PROBE && x["window"].is_object())
         .collect();
-    let wakeups = median(
-        runs.iter()
-            .map(|x| placed_aside_sync(&x["counters"]) + get(&x["counters"], "wake_busy", 0.0))
-            .collect(),
-    )?;
-    let pinned = median(
-        runs.iter()
-            .map(|x| get(&x["counters"], "cpu_pulls", 0.0))
-            .collect(),
-    )?;
-    let outside = median(
-        runs.iter()
-            .map(|x| get(&x["counters"], "runtime_s", 0.0) - x["wall_s"].as_f64().unwrap_or(0.0))
-            .collect(),
-    )?;
-    if outside <= 0.0 {
+    let med = |f: &dyn Fn(&Value) -> f64| median(runs.iter().map(|x| f(x)).collect());
+    let wakeups = med(&|x| placed_aside_sync(&x["window"]) + get(&x["window"], "wake_busy", 0.0))?;
+    let pinned = med(&|x| get(&x["window"], "cpu_pulls", 0.0))?;
+    let wall_s = med(&|x| x["wall_s"].as_f64().unwrap_or(0.0))?;
+    if wall_s <= 0.0 {
         return None;
     }
-    let agent = outside * 1e9 / crate::workload::AGENT_PERIOD_NS as f64;
+    let agent = wall_s * 1e9 / crate::workload::AGENT_PERIOD_NS as f64;
     let nr_cpus = crate::machine::Machine::preset(BACKGROUND_PRESET)
         .ok()?
         .nr_cpus() as f64;
     Some(BackgroundFit {
-        ms: (outside * 1e3).round() as u64,
-        unbound_us: (outside * 1e6 / (wakeups - agent).max(1.0)).round() as u64,
+        unbound_us: (wall_s * 1e6 / (wakeups - agent).max(1.0)).round() as u64,
         percpu_us: if pinned > 0.0 {
-            (outside * 1e6 * nr_cpus / pinned).round() as u64
+            (wall_s * 1e6 * nr_cpus / pinned).round() as u64
         } else {
             0
         },
         wakeups,
         pinned,
+        wall_s,
     })
 }
 
-/// The workload's own time of simulated run @sim, s: the run's, less the
-/// background's time before it.
+/// Wakeups of @c that select_cpu placed at once, the pair rule's aside.
+fn placed_aside_sync(c: &Value) -> f64 {
+    sum(c, WAKE_PLACED) - get(c, "wake_sync", 0.0)
+}
+
+/// The workload's own time of simulated run @sim, s: the run's, less a
+/// background's time before it (workload.rs, Background; none here).
 fn workload_time(sim: &Value) -> Option<f64> {
     sim["workload"]["workload_time_s"]
         .as_f64()
@@ -555,100 +534,90 @@ fn sum(c: &Value, keys: &[&str]) -> f64 {
     keys.iter().map(|k| get(c, k, 0.0)).sum()
 }
 
-/// Wakeups of @c that select_cpu placed at once, the pair rule's aside.
-fn placed_aside_sync(c: &Value) -> f64 {
-    sum(c, WAKE_PLACED) - get(c, "wake_sync", 0.0)
+/// The counters of VM run @x over its workload alone (`window`: the stats
+/// just after the workload less just before), else over the scheduler's
+/// whole load (files recorded before windows).
+fn vm_counters(x: &Value) -> &Value {
+    match &x["window"] {
+        w @ Value::Object(_) => w,
+        _ => &x["counters"],
+    }
 }
 
-/// The paragraph on the guest's background: what BACKGROUND_PROBE's VM runs
-/// (@probe: the VM's counters, the simulated hardware model's and TCG
-/// model's, every seed on every preset) count besides the workload's own
-/// pair wakeups, against the simulator's, and its share of the other
-/// workloads' VM counts (@others); None without probe runs.
-fn background_note(
-    probe: &[Vec<Value>; 3],
-    others: &[Value],
+/// What the VM runs count outside their workload's window (@presets' runs
+/// of @workloads): per workload, the median share of the whole load's
+/// wakeups placed at once, empty dispatches and migrations that fell
+/// outside the window, with its min–max over the runs; None for runs
+/// without windows.
+fn window_note(
+    presets: &serde_json::Map<String, Value>,
+    workloads: &serde_json::Map<String, Value>,
     fit: Option<&BackgroundFit>,
 ) -> Option<String> {
-    if probe[0].is_empty() {
+    let kinds: [(&str, &[&str]); 3] = [
+        ("wakeups placed at once", WAKE_PLACED),
+        ("empty dispatches", &["dispatch_empty"]),
+        ("migrations", &["migrations"]),
+    ];
+    let runs: Vec<&Value> = presets
+        .values()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter(|x| x["window"].is_object())
+        .collect();
+    if runs.is_empty() {
         return None;
     }
-    // per run: other wakeups placed at once, empty dispatches, pulls from a
-    // CPU's own queue (tasks pinned to one CPU), hand-overs in enqueue
-    let kinds: [&[&str]; 4] = [&[], &["dispatch_empty"], &["cpu_pulls"], &["insert_queued"]];
-    let count = |c: &Value, k: usize| match k {
-        0 => placed_aside_sync(c),
-        _ => sum(c, kinds[k]),
-    };
-    let med = |col: usize, k: usize| {
-        median(probe[col].iter().map(|c| count(c, k)).collect()).unwrap_or(0.0)
-    };
-    let fmt = |col: usize| {
-        (0..kinds.len())
-            .map(|k| format!("{:.0}", med(col, k)))
-            .collect::<Vec<_>>()
-    };
-    let (vm, hw, tcg) = (fmt(0), fmt(1), fmt(2));
-    // the probe's median background as a share of each other VM run's count
-    let share = |k: usize, of: &[&[&str]]| {
-        let b = med(0, k);
-        let v: Vec<f64> = others
+    let mut parts = Vec::new();
+    for name in workloads.keys() {
+        let shares: Vec<String> = kinds
             .iter()
-            .map(|c| of.iter().map(|keys| sum(c, keys)).sum::<f64>())
-            .filter(|&n| n > 0.0)
-            .map(|n| (b / n).min(1.0) * 100.0)
+            .map(|(label, keys)| {
+                let v: Vec<f64> = runs
+                    .iter()
+                    .filter(|x| x["workload"] == name.as_str())
+                    .filter_map(|x| {
+                        let whole = sum(&x["counters"], keys);
+                        (whole > 0.0).then(|| (1.0 - sum(&x["window"], keys) / whole) * 100.0)
+                    })
+                    .collect();
+                let (lo, hi) = span(&v);
+                match median(v) {
+                    Some(m) => format!("{m:.0} % ({lo:.0}–{hi:.0} %) of its {label}"),
+                    None => format!("no {label}"),
+                }
+            })
             .collect();
-        let (lo, hi) = span(&v);
-        (median(v).unwrap_or(0.0), lo, hi)
-    };
-    let (e, elo, ehi) = share(1, &[&["dispatch_empty"]]);
-    let (w, wlo, whi) = share(0, &[WAKE_PLACED]);
+        parts.push(format!("{name}: {}", shares.join(", ")));
+    }
     let model = match fit {
         Some(f) => format!(
-            "The simulator runs such a background before the workload, in both models: for \
-             {:.2} s (`{BACKGROUND_PRESET}`'s pipe runs' median of scx_mosaic's runtime_s less \
-             the workload's wall time, the load outside the workload, its BPF's loading \
-             included) scx_mosaic's agent wakes every {} ms (scheduler/src/main.rs), an \
-             unbound kernel thread every {:.1} ms, woken by each CPU in turn, and a kernel \
-             thread on each CPU every {:.0} ms: periods that spread over that time the {:.0} \
-             other wakeups and {:.0} pulls from CPUs' own queues per run of \
-             `{BACKGROUND_PRESET}`'s VM pipe runs, agent's included (a fit on that preset, \
-             whose pipe cells are all trivial; every other cell tests it); its wakeups during \
-             the workload are left out.",
-            f.ms as f64 / 1e3,
+            "The simulator runs the workload from its first fork to its last reap, and beside \
+             it, in both models, the guest's own tasks that stay in the VM's window: \
+             scx_mosaic's agent wakes every {} ms (scheduler/src/main.rs), an unbound kernel \
+             thread every {:.1} ms, woken by each CPU in turn, and a kernel thread on each CPU \
+             every {:.0} ms: periods that spread over the window's {:.2} s the {:.0} other \
+             wakeups and {:.0} pulls from CPUs' own queues of `{BACKGROUND_PRESET}`'s VM \
+             {BACKGROUND_PROBE} windows (medians; a fit on that preset, whose pipe cells are \
+             all trivial; every other cell tests it).",
             crate::workload::AGENT_PERIOD_NS / 1_000_000,
             f.unbound_us as f64 / 1e3,
             f.percpu_us as f64 / 1e3,
+            f.wall_s,
             f.wakeups,
             f.pinned,
         ),
-        None => "The simulator runs none.".to_string(),
+        None => "The simulator runs the workload alone, from its first fork to its last reap."
+            .to_string(),
     };
     Some(format!(
-        "**The guest's background.** In the VM's `{BACKGROUND_PROBE}` runs, whose own wakeups \
-         the pair rule places on the waker's CPU (wake_sync), the scheduler still counted per \
-         run (median of {} runs) {} other wakeups placed at once, {} empty dispatches, {} pulls \
-         from a CPU's own queue (tasks pinned to one CPU) and {} hand-overs in enqueue; the \
-         simulated `{BACKGROUND_PROBE}` counts {}, {}, {} and {} on the hardware model ({}, {}, \
-         {} and {} on the TCG sim; medians of {} runs, {SEEDS} seeds on each preset). Those are the guest's own tasks over the scheduler's whole \
-         load, not only the workload's time: its userspace agent, kernel threads, the harness's \
-         shell. Against the other workloads' VM runs that count is a median {e:.0} % \
-         ({elo:.0}–{ehi:.0} %) of their empty dispatches and {w:.0} % ({wlo:.0}–{whi:.0} %) \
-         of their wakeups placed at once. {model}",
-        probe[0].len(),
-        vm[0],
-        vm[1],
-        vm[2],
-        vm[3],
-        hw[0],
-        hw[1],
-        hw[2],
-        hw[3],
-        tcg[0],
-        tcg[1],
-        tcg[2],
-        tcg[3],
-        probe[1].len(),
+        "**The window.** Each VM cell counts the workload alone: the scheduler's stats \
+         (`scx_mosaic --stats-json`) just after it less just before it. What falls outside \
+         that window (the scheduler's start, and the guest's own tasks before and after the \
+         workload: its agent, kernel threads, the harness's shell), as a share of the whole \
+         load's count, median over the {} runs with windows (min–max): {}. {model}",
+        runs.len(),
+        parts.join("; ")
     ))
 }
 
@@ -1061,63 +1030,61 @@ mod tests {
     }
 
     #[test]
-    fn the_background_note_counts_what_the_pair_workload_does_not_make() {
-        let vm = json!({"wake_sync": 1000, "prev_kept": 60, "wake_llc_idle": 10,
-                        "dispatch_empty": 100, "cpu_pulls": 30, "insert_queued": 50});
-        let hw = json!({"wake_sync": 1000, "prev_kept": 2, "dispatch_empty": 4});
-        let tcg = json!({"wake_sync": 1000, "prev_kept": 3, "dispatch_empty": 5});
-        let other = json!({"dispatch_empty": 200, "prev_kept": 100, "wake_sync": 40});
-        assert_eq!(
-            background_note(&Default::default(), std::slice::from_ref(&other), None),
-            None
+    fn vm_cells_count_the_window_and_the_note_what_it_leaves_out() {
+        let run = |w: &str, whole: u64, window: u64| {
+            json!({"workload": w, "wall_s": 0.5,
+                   "counters": {"prev_kept": whole, "dispatch_empty": whole, "migrations": 0},
+                   "window": {"prev_kept": window, "dispatch_empty": window, "migrations": 0}})
+        };
+        let x = run("pipe", 100, 60);
+        assert_eq!(vm_counters(&x)["prev_kept"], 60);
+        let old = json!({"counters": {"prev_kept": 100}});
+        assert_eq!(vm_counters(&old)["prev_kept"], 100);
+        let mut presets = serde_json::Map::new();
+        let workloads: serde_json::Map<String, Value> =
+            serde_json::from_value(json!({"pipe": {}, "hackbench": {}})).unwrap();
+        presets.insert("1llc".into(), json!([old]));
+        assert_eq!(window_note(&presets, &workloads, None), None);
+        presets.insert(
+            "2node".into(),
+            json!([
+                run("pipe", 100, 60),
+                run("pipe", 100, 80),
+                run("hackbench", 1000, 990)
+            ]),
         );
-        let s = background_note(&[vec![vm], vec![hw], vec![tcg]], &[other], None).unwrap();
+        let s = window_note(&presets, &workloads, None).unwrap();
+        assert!(s.contains("median over the 3 runs"), "{s}");
         assert!(
-            s.contains(
-                "(median of 1 runs) 70 other wakeups placed at once, 100 empty \
-                        dispatches, 30 pulls"
-            ),
+            s.contains("pipe: 30 % (20–40 %) of its wakeups placed at once, 30 % (20–40 %) of its empty dispatches, no migrations"),
             "{s}"
         );
-        assert!(s.contains("and 50 hand-overs in enqueue"), "{s}");
-        assert!(
-            s.contains("counts 2, 4, 0 and 0 on the hardware model (3, 5, 0 and 0"),
-            "{s}"
-        );
-        assert!(s.contains("medians of 1 runs"), "{s}");
-        // 100 of 200 empty dispatches, 70 of 140 wakeups placed at once
-        assert!(
-            s.contains("a median 50 % (50–50 %) of their empty dispatches"),
-            "{s}"
-        );
-        assert!(
-            s.contains("50 % (50–50 %) of their wakeups placed at once"),
-            "{s}"
-        );
+        assert!(s.contains("hackbench: 1 % (1–1 %) of its wakeups"), "{s}");
     }
 
     #[test]
-    fn the_background_is_fitted_on_its_preset_s_probe_runs() {
-        let run = |prev: u64, pulls: u64, runtime: f64| {
-            json!({"workload": BACKGROUND_PROBE, "wall_s": 0.5,
-                   "counters": {"wake_sync": 40000, "prev_kept": prev, "wake_llc_idle": 10,
-                                "cpu_pulls": pulls, "runtime_s": runtime}})
+    fn the_background_is_fitted_on_its_preset_s_probe_windows() {
+        let run = |prev: u64, pulls: u64, wall: f64| {
+            json!({"workload": BACKGROUND_PROBE, "wall_s": wall,
+                   "counters": {"wake_sync": 90000, "prev_kept": 900, "cpu_pulls": 900},
+                   "window": {"wake_sync": 40000, "prev_kept": prev, "wake_llc_idle": 10,
+                              "cpu_pulls": pulls}})
         };
         let mut presets = serde_json::Map::new();
         assert!(background_fit(&presets).is_none());
         presets.insert(
             BACKGROUND_PRESET.into(),
-            json!([run(50, 20, 2.0), run(70, 24, 2.5), run(90, 40, 3.0)]),
+            json!([run(50, 20, 1.5), run(70, 24, 2.0), run(90, 40, 2.5)]),
         );
         let f = background_fit(&presets).unwrap();
-        // 2 s outside the workload; 80 wakeups, 40 of them the agent's (one
-        // per 50 ms), 40 the unbound thread's: one per 50 ms too; 24 pulls
-        // from the 8 CPUs' own queues: one per 2 / 3 s on each
-        assert_eq!((f.ms, f.wakeups, f.pinned), (2000, 80.0, 24.0));
+        // a 2 s window; 80 wakeups, 40 of them the agent's (one per 50 ms),
+        // 40 the unbound thread's: one per 50 ms too; 24 pulls from the 8
+        // CPUs' own queues: one per 2 / 3 s on each
+        assert_eq!((f.wall_s, f.wakeups, f.pinned), (2.0, 80.0, 24.0));
         assert_eq!((f.unbound_us, f.percpu_us), (50_000, 666_667));
         assert_eq!(
             f.opts(),
-            "bg_ms=2000,bg_unbound_us=50000,bg_percpu_us=666667"
+            "bg_during=1,bg_unbound_us=50000,bg_percpu_us=666667"
         );
     }
 

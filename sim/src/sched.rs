@@ -37,6 +37,10 @@ pub const RUNTIME_ONLY_FLAGS: &[(&str, &str)] = &[
         "monitor",
         "reads a running scx_mosaic's stats and loads nothing",
     ),
+    (
+        "stats-json",
+        "prints a running scx_mosaic's stats once and loads nothing",
+    ),
     ("help-stats", "describes the stats fields"),
     ("bpf-stats", "has the kernel time the BPF programs"),
     (

@@ -65,7 +65,7 @@ impl Opts {
 
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do; a fork costs fork_ns=60000),write_space=0 (1: a socket wakes its blocked writers only once a read leaves a quarter of its buffer, as unix_write_space() does)"),
-    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods)"),
+    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0,bg_during=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods; bg_during=1: and on while the workload runs)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
     ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs probe_us=100 every probe_ms: its waits),probes=1 (that many such tasks, staggered),pinned=0 (1: each group's loop i pinned to CPU i mod the CPUs, as taskset -c does)"),
@@ -75,8 +75,8 @@ pub const WORKLOADS: &[(&str, &str)] = &[
 pub fn make(name: &str, opts: &str, nr_cpus: usize) -> Result<Box<dyn Wl>> {
     let o = Opts::parse(opts);
     let inner = make_inner(name, &o, nr_cpus)?;
-    Ok(match o.get("bg_ms", 0) {
-        0 => inner,
+    Ok(match (o.get("bg_ms", 0), o.get("bg_during", 0)) {
+        (0, 0) => inner,
         // their metrics read the run's end as their own duration
         _ if !matches!(name, "hackbench" | "pipe") => {
             bail!("bg_ms: only hackbench and pipe run after a background")
@@ -118,11 +118,11 @@ const KTHREAD_RUN_NS: u64 = 10_000;
 /// work each CPU in turn queues) every bg_unbound_us, and one thread bound
 /// to each CPU (kworker/N, which waits on that CPU's own queue) every
 /// bg_percpu_us; each runs a moment and sleeps again. The workload's tasks
-/// start at T, when the background has stopped: its wakeups during the
-/// workload, which would mostly queue behind the workload, are left out
-/// (they would add a few to a workload's thousands of wakeups). The
-/// workload's own time is the run's less T (workload_time_s). The fidelity
-/// report derives T and the periods from the VM's counters (fidelity.rs).
+/// start at T. With bg_during=1 the background goes on while the workload
+/// runs (T may be 0), as the guest's does: the fidelity report compares the
+/// VM's counters over the workload's window, which hold it, and fits the
+/// periods on them (fidelity.rs); else it stops at T. The workload's own
+/// time is the run's less T (workload_time_s).
 pub struct Background {
     inner: Box<dyn Wl>,
     /// the workload's tasks come first, then the agent, the unbound
@@ -131,6 +131,10 @@ pub struct Background {
     nr_cpus: usize,
     /// when the workload starts
     start_ns: u64,
+    /// whether the background goes on while the workload runs
+    during: bool,
+    /// the workload's tasks that have exited
+    exited: usize,
     unbound_ns: u64,
     percpu_ns: u64,
     /// per background task: whether its last step was its run
@@ -147,6 +151,8 @@ impl Background {
             n,
             nr_cpus,
             start_ns: o.get("bg_ms", 0) * 1_000_000,
+            during: o.get("bg_during", 0) != 0,
+            exited: 0,
             unbound_ns: o.get("bg_unbound_us", 0) * 1000,
             percpu_ns: o.get("bg_percpu_us", 0) * 1000,
             ran: vec![false; 2 + nr_cpus],
@@ -178,14 +184,19 @@ impl Wl for Background {
     }
     fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
         if t < self.n {
-            return self.inner.step(t, now, wakes);
+            let step = self.inner.step(t, now, wakes);
+            if matches!(step, Step::Exit) {
+                self.exited += 1;
+            }
+            return step;
         }
         let b = t - self.n;
         self.ran[b] = !self.ran[b];
         if !self.ran[b] {
-            // it ran: sleep, unless its next wake falls in the workload's time
+            // it ran: sleep, unless its next wake falls in the workload's
+            // time and it does not go on there
             let p = self.period(b);
-            return if now + p < self.start_ns {
+            return if now + p < self.start_ns || (self.during && !self.done()) {
                 Step::Sleep(p)
             } else {
                 Step::Exit
@@ -193,8 +204,10 @@ impl Wl for Background {
         }
         Step::Run(if b == 0 { AGENT_RUN_NS } else { KTHREAD_RUN_NS })
     }
+    /// The workload is done (its own test, or all its tasks gone): the
+    /// background's tasks, asleep or not, do not hold the run open.
     fn done(&self) -> bool {
-        self.inner.done()
+        self.inner.done() || self.exited == self.n
     }
     fn metrics(&self, end: u64) -> Value {
         let mut m = self.inner.metrics(end.saturating_sub(self.start_ns));
@@ -228,11 +241,11 @@ impl Wl for Background {
             };
         }
         // each background task first wakes at a point of its period, spread
-        // over them, if that is before the workload
+        // over them, if that is before the workload or it goes on there
         let b = t - self.n;
         let p = self.period(b);
         let at = p * (b as u64 + 1) / (self.nr_cpus as u64 + 3);
-        (p > 0 && at < self.start_ns).then_some(at)
+        (p > 0 && (at < self.start_ns || self.during)).then_some(at)
     }
     fn sleep_waker(&mut self, t: usize) -> Option<usize> {
         if t < self.n {
@@ -245,6 +258,9 @@ impl Wl for Background {
         // (a callback, a deferred free): each CPU in turn
         self.queued_from = (self.queued_from + 1) % self.nr_cpus;
         Some(self.queued_from)
+    }
+    fn machine_task(&self, t: usize) -> bool {
+        t >= self.n
     }
     fn start_cpu(&self, t: usize) -> Option<usize> {
         if t < self.n {

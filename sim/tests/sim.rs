@@ -677,20 +677,36 @@ fn an_idle_vcpu_runs_in_its_turn_what_its_queued_wakeups_gave_it() {
     }
 }
 
+/// @workload on 2node alone and with background options @bg, both
+/// completed: (alone, with, its own time s, the run's time s).
+fn with_background(tag: &str, workload: &str, bg: &str) -> (Value, Value, f64, f64) {
+    let (ok, bare) = sim(
+        &format!("{tag}-off"),
+        &["--machine", "2node", "--workload", workload],
+    );
+    assert!(ok);
+    let with = format!("{workload},{bg}");
+    let (ok, j) = sim(
+        &format!("{tag}-on"),
+        &["--machine", "2node", "--workload", &with],
+    );
+    assert!(ok, "{} {}", j["exit"], j["invariants"]);
+    assert_eq!(j["completed"], true);
+    let own = j["workload"]["workload_time_s"].as_f64().unwrap();
+    let whole = j["completion_time_s"].as_f64().unwrap();
+    (bare, j, own, whole)
+}
+
 #[test]
 fn the_background_runs_before_the_workload_and_leaves_its_time_alone() {
     // pipe's pair alone makes only sync wakeups; with 0.5 s of background
     // before it the agent (every 50 ms), an unbound thread (every 10 ms)
     // and each CPU's (every 100 ms) wake on the idle machine
-    let pipe = "pipe:pairs=1,loops=2000";
-    let (ok, bare) = sim("bg-off", &["--machine", "2node", "--workload", pipe]);
-    assert!(ok);
-    let bg = format!("{pipe},bg_ms=500,bg_unbound_us=10000,bg_percpu_us=100000");
-    let (ok, j) = sim("bg-on", &["--machine", "2node", "--workload", &bg]);
-    assert!(ok, "{} {}", j["exit"], j["invariants"]);
-    assert_eq!(j["completed"], true);
-    let own = j["workload"]["workload_time_s"].as_f64().unwrap();
-    let whole = j["completion_time_s"].as_f64().unwrap();
+    let (bare, j, own, whole) = with_background(
+        "bg",
+        "pipe:pairs=1,loops=2000",
+        "bg_ms=500,bg_unbound_us=10000,bg_percpu_us=100000",
+    );
     let alone = bare["completion_time_s"].as_f64().unwrap();
     assert!(
         (whole - own - 0.5).abs() < 1e-9,
@@ -718,4 +734,37 @@ fn the_background_runs_before_the_workload_and_leaves_its_time_alone() {
     assert_eq!(counter(&bare, "cpu_pulls"), 0);
     // each leaves its CPU idle again
     assert!(counter(&j, "dispatch_empty") >= counter(&bare, "dispatch_empty") + 80);
+}
+
+#[test]
+fn the_background_goes_on_during_the_workload_and_ends_with_it() {
+    // bg_during=1 with no time before: the agent (every 50 ms) and an
+    // unbound thread (every 1 ms) wake while pipe's pair runs, on CPUs the
+    // pair leaves idle, and the run ends when the pair exits, its sleeping
+    // threads left behind without a violation
+    let (bare, j, own, whole) = with_background(
+        "bgd",
+        "pipe:pairs=1,loops=20000",
+        "bg_during=1,bg_unbound_us=1000,bg_percpu_us=0",
+    );
+    assert_eq!(own, whole, "no time before the workload");
+    let alone = bare["completion_time_s"].as_f64().unwrap();
+    assert!(
+        (own - alone).abs() <= 0.02 * alone,
+        "{own} s with, {alone} s without"
+    );
+    // one unbound wakeup a ms over the run, each on an idle CPU
+    let placed = counter(&j, "prev_kept")
+        + counter(&j, "wake_llc_idle")
+        + counter(&j, "wake_l2_idle")
+        + counter(&j, "wake_remote_idle")
+        - counter(&bare, "prev_kept")
+        - counter(&bare, "wake_llc_idle")
+        - counter(&bare, "wake_l2_idle")
+        - counter(&bare, "wake_remote_idle");
+    let expected = (own * 1000.0) as u64;
+    assert!(
+        placed + 5 >= expected && placed <= expected + (own * 20.0) as u64 + 5,
+        "{placed} background wakeups placed over {own} s"
+    );
 }

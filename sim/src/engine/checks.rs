@@ -79,10 +79,8 @@ impl Engine {
     /// The end-of-run checks for a run that ended at @end with exit @kind;
     /// returns whether every task finished.
     pub(super) fn end_checks(&mut self, end: u64, kind: i32) -> bool {
-        let alive = self
-            .tasks
-            .iter()
-            .filter(|t| t.state != TState::Dead)
+        let alive = (0..self.tasks.len())
+            .filter(|&i| self.tasks[i].state != TState::Dead && !self.wl.machine_task(i))
             .count();
         let completed = alive == 0;
         if kind < 1024 && !completed && end < self.cfg.max_ns {

@@ -93,6 +93,11 @@ pub trait Wl {
     fn sleep_waker(&mut self, _t: usize) -> Option<usize> {
         None
     }
+    /// Whether task @i is the machine's, not the workload's (a background
+    /// kernel thread): the run may end with it asleep.
+    fn machine_task(&self, _i: usize) -> bool {
+        false
+    }
     /// CPU task @i starts on; None: spread, one CPU after the other.
     fn start_cpu(&self, _i: usize) -> Option<usize> {
         None
