@@ -79,7 +79,7 @@ pub fn make(name: &str, opts: &str, nr_cpus: usize) -> Result<Box<dyn Wl>> {
         (0, 0) => inner,
         // their metrics read the run's end as their own duration
         _ if !matches!(name, "hackbench" | "pipe") => {
-            bail!("bg_ms: only hackbench and pipe run after a background")
+            bail!("bg_ms, bg_during: only hackbench and pipe run with a background")
         }
         _ => Box::new(Background::new(inner, &o, nr_cpus)),
     })
