@@ -68,7 +68,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0,bg_during=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods; bg_during=1: and on while the workload runs)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
-    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs probe_us=100 every probe_ms: its waits),probes=1 (that many such tasks, staggered),pinned=0 (1: each group's loop i pinned to CPU i mod the CPUs, as taskset -c does)"),
+    ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs probe_us=100 every probe_ms: its waits),probes=1 (that many such tasks, staggered),pinned=0 (1: each group's loop i pinned to CPU i mod the CPUs, as taskset -c does),cpus=: (per group, the CPUs its loops may run on, as a cpuset: a-b, or empty for all)"),
     ("schbench", "wakeup latency (schbench-like): mthreads=2,workers=16,requests=2000,work_ns=20000,sleep_ns=30000"),
 ];
 
@@ -1101,6 +1101,32 @@ pub struct Hogs {
     probe_waits: Vec<u64>,
     /// each loop pinned to one CPU (its index in its group, mod nr_cpus)
     pinned_on: Option<usize>,
+    /// per group, the CPUs its loops may run on (None: all)
+    group_cpus: Vec<Option<Vec<usize>>>,
+}
+
+/// Per group, a ':'-separated list of CPU ranges `a-b` (empty: every CPU).
+fn group_cpu_ranges(s: &str, groups: usize, nr_cpus: usize) -> Result<Vec<Option<Vec<usize>>>> {
+    if s.is_empty() {
+        return Ok(vec![None; groups]);
+    }
+    let v: Vec<&str> = s.split(':').collect();
+    if v.len() != groups {
+        bail!("hogs: cpus={s:?} needs one entry per group");
+    }
+    v.iter()
+        .map(|r| {
+            if r.is_empty() {
+                return Ok(None);
+            }
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
+            if a > b || b >= nr_cpus {
+                bail!("hogs: CPU range {r:?} is not within 0-{}", nr_cpus - 1);
+            }
+            Ok(Some((a..=b).collect()))
+        })
+        .collect()
 }
 
 /// A ':'-separated list of numbers.
@@ -1140,6 +1166,7 @@ impl Hogs {
             probe_wake_at: vec![0; o.get("probes", 1) as usize],
             probe_waits: Vec::new(),
             pinned_on: (o.get("pinned", 0) != 0).then_some(nr_cpus.max(1)),
+            group_cpus: group_cpu_ranges(&o.s("cpus", ""), counts.len(), nr_cpus)?,
         })
     }
 }
@@ -1160,6 +1187,9 @@ impl Wl for Hogs {
                 let mut t = TaskSpec::simple(&format!("hog-g{g}-{i}"), 64 << 10);
                 t.cgroup = 1 + usize::from(self.nested) + g;
                 t.cpus = self.pinned_on.map(|n| vec![i % n]);
+                if t.cpus.is_none() {
+                    t.cpus = self.group_cpus[g].clone();
+                }
                 v.push(t);
             }
         }

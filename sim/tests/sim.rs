@@ -419,6 +419,28 @@ fn busy_llcs_even_out_by_weight_so_cgroup_shares_hold_across_llcs() {
 }
 
 #[test]
+fn llc_balance_widens_its_limit_when_no_waiter_is_light_enough() {
+    // the VM test's load (cpu.weight 100 against 300, 8 loops each, the 300 ones forked
+    // late on CPU 0, 2 LLCs of 4 CPUs) with the light cgroup held to LLC 1: moves of at
+    // most the even-out load stop at 6 heavy loops in LLC 0 against 2 heavy and 8 light
+    // (x = 25, each heavy loop 37.5) and the split at 2.55:1; a wide hint moves one more
+    let w = "hogs:counts=8:8,weights=100:300,late_ms=1000,ms=8000,cpus=4-7:";
+    for seed in ["1", "2"] {
+        let (ok, j) = sim(
+            &format!("wide-hint-{seed}"),
+            &["--machine", "2llc-smt", "--workload", w, "--seed", seed],
+        );
+        assert!(ok, "{w}: {}", j["exit"]);
+        assert!(
+            counter(&j, "llc_balance_wide_hints") > 0,
+            "{}",
+            j["counters"]
+        );
+        assert!(hogs_share(&j) >= 0.9, "{w}: {}", j["workload"]);
+    }
+}
+
+#[test]
 fn root_tasks_running_for_a_moment_do_not_move_busy_loops() {
     // the VM test's load (cpu.weight 100 against 300, 8 loops each, the 300 ones forked
     // late on CPU 0, 2 LLCs of 4 CPUs) next to root-cgroup tasks that run for a moment, as

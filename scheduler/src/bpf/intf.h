@@ -227,6 +227,9 @@ enum mosaic_stat {
 				  */
 	STAT_LLC_BALANCE_PULLS,	 /* busy LLCs: a CPU took a task from the busier
 				    LLC it was told of */
+	STAT_LLC_BALANCE_WIDE_HINTS, /* busy LLCs: a hint that, after scans
+					found no waiter light enough, lets one
+					of up to twice the even-out load go */
 	/* capacity.bpf.c: capacity (seed 002) */
 	STAT_MISFIT_MOVES, /* task too big for its CPU moved to an idle one */
 	/* group.bpf.c: the group balancer (seed 004) */

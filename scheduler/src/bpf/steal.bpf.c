@@ -122,16 +122,19 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * as they are now; with per-CPU queues, its CPUs' load averages
  * (cpu_load_avg[], below), as the kernel weighs busy groups by decayed load.
  * Moving load x from the heaviest LLC per CPU to the lightest evens them when x
- * = (load_h n_l - load_l n_h) / (n_h + n_l). If one of the heaviest's waiters
- * has a load of at most x - and, with per-CPU queues, the heaviest is above the
- * lightest by IMBALANCE_PCT - in two scans in a row, and the lightest got no
- * hint for LLC_BALANCE_SLICES slices, the scan leaves it a hint: x, and the
- * queue to take from: the shard where it saw the heaviest LLC's lightest
- * waiter, or the heaviest CPU of that LLC whose queue holds a waiter of at most
- * x (find_busiest_queue() and detach_tasks() in the kernel). The next CPU of
+ * = (load_h n_l - load_l n_h) / (n_h + n_l). If the same two stand out in two
+ * scans in a row (with per-CPU queues, the heaviest above the lightest by
+ * IMBALANCE_PCT), one of the heaviest's waiters has a load of at most x, and
+ * the lightest got no hint for LLC_BALANCE_SLICES slices, the scan leaves it a
+ * hint: x, and the queue to take from: the shard where it saw the heaviest
+ * LLC's lightest waiter, or the heaviest CPU of that LLC whose queue holds a
+ * waiter of at most x (find_busiest_queue() and detach_tasks() in the kernel).
+ * After LLC_BALANCE_WIDEN_FAILS scans in a row found the pair but no waiter
+ * that light, the limit is 2x - 1 instead (a wide hint), as the kernel's
+ * failed balances (nr_balance_failed) let heavier tasks go. The next CPU of
  * the hinted LLC to dispatch - at a slice end too, before prev may keep its CPU
  * - swaps the hint out (one CPU wins it) and takes from that queue its oldest
- * task with a load of at most x (no overshoot, so no move back), one task; its
+ * task with a load within the limit (no move back: see WHY), one task; its
  * prev queues again; with per-CPU queues the task's load moves between the two
  * CPUs' averages at once. A dispatch without a hint pays one read of its LLC's
  * hint word; the scan's work is O(#CPUs + #queues x LLC_BALANCE_LOOK) per
@@ -159,7 +162,15 @@ static __always_inline bool steal_from_llcs(s32 cpu)
  * scan caught it on look heavy for several scans, and busy loops moved back
  * and forth for as long as they ran (cpu.weight 300:100 on 16 loops, 2
  * LLCs: about 20 moves a second, 2.3-2.6:1; mosaic-sim's hogs with root
- * probes show the same).
+ * probes show the same). Moves of at most x alone can stop short: with
+ * cpu.weight 300:100, 8 loops each on 2 LLCs of 4 CPUs, one LLC can hold 6
+ * heavy loops (load 6 x 37.5 per 400) and the other 2 heavy and 8 light ones
+ * (175): x is 25, every waiter of the heavy LLC weighs 37.5, and the split
+ * stayed near 2.3:1 for the whole run (VM, one run in four; mosaic-sim's hogs
+ * with the light cgroup held to one LLC by cpus=). A move of load y < 2x from
+ * the heaviest to the lightest still lowers the sum of their squared loads
+ * per CPU, so such moves end; and the task cannot come back, as the gap it
+ * leaves is under y.
  */
 
 /* The share and load of the task each CPU runs (0: none), a line each. */
@@ -196,6 +207,14 @@ s32 llc_pull_cpu[MAX_LLCS];
 u64 llc_pull_at[MAX_LLCS];
 /* The (heaviest + 1) << 16 | (lightest + 1) pair the last scan saw. */
 u32 llc_balance_pair;
+/* Scans in a row that saw that pair with no waiter light enough to move. */
+u32 llc_balance_failed;
+/*
+ * After this many, a waiter of less than twice the even-out load may move: it
+ * overshoots, but less than the gap, so the gap narrows, and the task cannot
+ * come back (the kernel's nr_balance_failed lets heavier tasks go likewise).
+ */
+#define LLC_BALANCE_WIDEN_FAILS 2
 
 /* Whether LLC balancing runs at all. */
 static __always_inline bool llc_balance_on(void)
@@ -464,8 +483,8 @@ static __always_inline void llc_balance_sample(u64 now)
 
 /*
  * The heaviest LLC per CPU and the lightest, as llc_balance_pair holds them,
- * if a task waits in the heaviest whose load is at most the load that,
- * moved, evens the two out (*@limit: so a move never overshoots, and the
+ * if they differ and a task waits in the heaviest, with the load that, moved,
+ * evens the two out (*@limit: a move of at most that never overshoots, so the
  * next scan does not move it back); 0 if not.
  */
 static __always_inline u32 llc_balance_pick(u64 *limit)
@@ -498,7 +517,7 @@ static __always_inline u32 llc_balance_pick(u64 *limit)
 		return 0;
 	/* x with (load_h - x) / n_h = (load_l + x) / n_l */
 	*limit = a > b ? (a - b) / (n_heavy + n_light) : 0;
-	if (!llc_min_load[heavy] || llc_min_load[heavy] > *limit)
+	if (!*limit || !llc_min_load[heavy])
 		return 0;
 	return (heavy + 1) << 16 | (light + 1);
 }
@@ -546,16 +565,28 @@ static void llc_balance_scan(u64 now)
 	pair = llc_balance_pick(&limit);
 	if (!pair || pair != llc_balance_pair) {
 		llc_balance_pair = pair;
+		llc_balance_failed = 0;
 		return;
 	}
-	from = (pair >> 16) - 1;
+	from = ((pair >> 16) - 1) & (MAX_LLCS - 1);
 	to = ((pair & 0xffff) - 1) & (MAX_LLCS - 1);
 	if (llc_pull_from[to] ||
 	    (llc_pull_at[to] &&
 	     time_before(now, llc_pull_at[to] + LLC_BALANCE_SLICES * slice_ns)))
 		return;
+	if (llc_min_load[from] > limit) {
+		if (llc_balance_failed < LLC_BALANCE_WIDEN_FAILS) {
+			llc_balance_failed++;
+			return;
+		}
+		limit = 2 * limit - 1;
+		if (llc_min_load[from] > limit)
+			return;
+		stat_inc(STAT_LLC_BALANCE_WIDE_HINTS);
+	}
+	llc_balance_failed = 0;
 	src = -1;
-	dsq = llc_min_dsq[from & (MAX_LLCS - 1)];
+	dsq = llc_min_dsq[from];
 	if (cpu_queues_only()) {
 		src = heaviest_cpu_within(from, limit);
 		if (src < 0)
