@@ -75,7 +75,7 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's window also holds the guest's own tasks that wake during the workload, mostly onto an idle CPU, which the simulator runs only as a model fitted on one preset's pipe windows (see the window's paragraph): where it is lower, suspect them, and on the hardware model a start that takes longer under TCG than its fork (the host-thread model fits its forks on the VM's start-up)",
+        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's window also holds the guest's own tasks that wake during the workload, mostly onto an idle CPU, which the simulator runs only as a model fitted on one preset's pipe windows (see the window's paragraph), though a background that wakes several times as often moves this share little; and on the hardware model a start that takes longer under TCG than its fork (the host-thread model fits its forks on the VM's start-up); not found",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
