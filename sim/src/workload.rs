@@ -1105,7 +1105,8 @@ pub struct Hogs {
     group_cpus: Vec<Option<Vec<usize>>>,
 }
 
-/// Per group, a ':'-separated list of CPU ranges `a-b` (empty: every CPU).
+/// Per group, a ':'-separated list of CPU lists in the kernel's format
+/// without commas (`4-7`; empty: every CPU).
 fn group_cpu_ranges(s: &str, groups: usize, nr_cpus: usize) -> Result<Vec<Option<Vec<usize>>>> {
     if s.is_empty() {
         return Ok(vec![None; groups]);
@@ -1119,12 +1120,11 @@ fn group_cpu_ranges(s: &str, groups: usize, nr_cpus: usize) -> Result<Vec<Option
             if r.is_empty() {
                 return Ok(None);
             }
-            let (a, b) = r.split_once('-').unwrap_or((r, r));
-            let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
-            if a > b || b >= nr_cpus {
-                bail!("hogs: CPU range {r:?} is not within 0-{}", nr_cpus - 1);
+            let cpus = scx_mosaic::cpulist::parse(r)?;
+            if cpus.last().is_some_and(|&c| c >= nr_cpus) {
+                bail!("hogs: CPUs {r:?} are not within 0-{}", nr_cpus - 1);
             }
-            Ok(Some((a..=b).collect()))
+            Ok(Some(cpus))
         })
         .collect()
 }
