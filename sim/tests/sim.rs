@@ -419,6 +419,36 @@ fn busy_llcs_even_out_by_weight_so_cgroup_shares_hold_across_llcs() {
 }
 
 #[test]
+fn overload_time_counts_a_spell_still_open() {
+    // 12 busy loops on 4 CPUs keep a task waiting all along: the overload flag goes up
+    // once and never comes down. A reader of the counters during such a spell (the VM's
+    // --stats-json around a workload; here a run cut at --max-time) saw none of its time
+    // when only a closed spell was added (overload_ns 0 of 1 s); the periodic scan
+    // (10 ms) now adds it as it goes
+    for seed in ["1", "2"] {
+        let (_, j) = sim(
+            &format!("open-spell-{seed}"),
+            &[
+                "--machine",
+                "1llc",
+                "--workload",
+                "hogs:counts=12,weights=100,ms=4000",
+                "--max-time",
+                "1",
+                "--seed",
+                seed,
+            ],
+        );
+        assert_eq!(counter(&j, "overload_sets"), 1, "{}", j["counters"]);
+        let ns = counter(&j, "overload_ns");
+        assert!(
+            (980_000_000..=1_000_000_000).contains(&ns),
+            "overload_ns {ns} of a 1 s run"
+        );
+    }
+}
+
+#[test]
 fn llc_balance_widens_its_limit_when_no_waiter_is_light_enough() {
     // the VM test's load (cpu.weight 100 against 300, 8 loops each, the 300 ones forked
     // late on CPU 0, 2 LLCs of 4 CPUs) with the light cgroup held to LLC 1: moves of at

@@ -43,6 +43,10 @@
 u32 overloaded;
 /* When the flag was last set, for the time it spends set. */
 u64 overloaded_since;
+/* Up to when overload_ns holds the current spell (the periodic scan's
+ * checkpoint), so that a reader of the counters between two scans misses at
+ * most one scan period of a spell still open. */
+u64 overload_counted_to;
 
 struct gate_timer {
 	struct bpf_timer timer;
@@ -75,19 +79,34 @@ static __always_inline bool overload_up(void)
 	return overloaded;
 }
 
-/* Lower the overload flag, accounting the time it was set. */
-static __always_inline void overload_clear(void)
+/*
+ * Add the flag's time up to @now to overload_ns: from the later of the spell's
+ * start and the last checkpoint. Only the periodic scan calls it, so the
+ * checkpoint has one writer; a start read while a racing overload_set() has
+ * raised the flag but not yet stamped it is older than the checkpoint and
+ * adds at most one scan period.
+ */
+static __always_inline void overload_account(u64 now)
 {
-	u64 now = scx_bpf_now(), since = overloaded_since;
+	u64 from = overloaded_since;
 	u32 idx = STAT_OVERLOAD_NS;
 	u64 *ns;
 
+	if (time_before(from, overload_counted_to))
+		from = overload_counted_to;
+	overload_counted_to = now;
+	ns = bpf_map_lookup_elem(&stats, &idx);
+	if (ns && time_before(from, now))
+		*ns += now - from;
+}
+
+/* Lower the overload flag, accounting the time it was set. */
+static __always_inline void overload_clear(u64 now)
+{
 	if (!overloaded)
 		return;
 	overloaded = 0;
-	ns = bpf_map_lookup_elem(&stats, &idx);
-	if (ns && time_before(since, now))
-		*ns += now - since;
+	overload_account(now);
 }
 
 /* Whether any shard (or with per-CPU queues, any CPU queue) holds a
@@ -213,12 +232,15 @@ static __always_inline void note_idle_waiting(bool seen)
  */
 static int gate_scan(void *map, int *key, struct bpf_timer *timer)
 {
+	u64 now = scx_bpf_now();
 	u32 shard = 0;
 	s32 idle;
 
 	if (!anyone_waiting())
-		overload_clear();
-	llc_balance_scan(scx_bpf_now());
+		overload_clear(now);
+	else if (overloaded)
+		overload_account(now);
+	llc_balance_scan(now);
 	idle = idle_cpu_for_waiter(&shard);
 	note_idle_waiting(idle >= 0);
 	if (idle >= 0 && overloaded) {

@@ -208,8 +208,8 @@ enum mosaic_stat {
 			       on one CPU's own queue (a maximum) */
 	/* gate.bpf.c: the overload flag and the periodic scan (seed 003) */
 	STAT_OVERLOAD_SETS, /* times the overload flag went up */
-	STAT_OVERLOAD_NS, /* time the overload flag spent up, ns (closed spells)
-			   */
+	STAT_OVERLOAD_NS, /* time the overload flag spent up, ns (an open spell
+			     up to the last periodic scan) */
 	STAT_IDLE_WAITING_SCANS,  /* periodic scans that saw a CPU idle while a
 				     task allowed on it waited */
 	STAT_IDLE_WAITING_MAX_US, /* longest stretch of a CPU idle while a task
