@@ -379,13 +379,17 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         for r in RATIOS {
             write!(md, "| {} |", r.name)?;
             for ((name, _), (hw, tcg)) in workloads.iter().zip(&sims) {
-                let vm_vals: Vec<f64> = runs
+                // the VM's ratio per round: (round, ratio)
+                let vm_rounds: Vec<(u64, f64)> = runs
                     .iter()
                     .filter(|x| x["workload"] == name.as_str())
                     .filter_map(|x| {
-                        ratio(r, vm_counters(x), x["wall_s"].as_f64().unwrap_or(0.0) * 1e9)
+                        let wall_ns = x["wall_s"].as_f64().unwrap_or(0.0) * 1e9;
+                        let round = x["round"].as_u64().unwrap_or(0);
+                        ratio(r, vm_counters(x), wall_ns).map(|v| (round, v))
                     })
                     .collect();
+                let vm_vals: Vec<f64> = vm_rounds.iter().map(|&(_, v)| v).collect();
                 let (lo, hi) = span(&vm_vals);
                 let vm_med = median(vm_vals);
                 let vm_cell = match vm_med {
@@ -393,30 +397,28 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
                     None => "–".into(),
                 };
                 write!(md, " {vm_cell} |")?;
-                if let (Some(v), Some((s, _))) = (vm_med, sim_ratio(r, hw)) {
-                    if classify(v, s) == Class::NonTrivial {
-                        let half = |odd: bool| {
-                            median(
-                                runs.iter()
-                                    .filter(|x| x["workload"] == name.as_str())
-                                    .filter(|x| (x["round"].as_u64().unwrap_or(0) % 2 == 1) == odd)
-                                    .filter_map(|x| {
-                                        ratio(
-                                            r,
-                                            vm_counters(x),
-                                            x["wall_s"].as_f64().unwrap_or(0.0) * 1e9,
-                                        )
-                                    })
-                                    .collect(),
-                            )
-                        };
-                        if let (Some(a), Some(b)) = (half(true), half(false)) {
-                            halves.push((a, b));
-                        }
+                let hw_val = sim_ratio(r, hw);
+                if let (Some(v), Some((s, _))) = (vm_med, hw_val) {
+                    let half = |odd: bool| {
+                        median(
+                            vm_rounds
+                                .iter()
+                                .filter(|&&(n, _)| (n % 2 == 1) == odd)
+                                .map(|&(_, v)| v)
+                                .collect(),
+                        )
+                    };
+                    if let (Class::NonTrivial, Some(a), Some(b)) =
+                        (classify(v, s), half(true), half(false))
+                    {
+                        halves.push((a, b));
                     }
                 }
-                for (sim, cells) in [(hw, &mut compared), (tcg, &mut compared_tcg)] {
-                    let sim_val = sim_ratio(r, sim);
+                let models = [
+                    (hw_val, &mut compared),
+                    (sim_ratio(r, tcg), &mut compared_tcg),
+                ];
+                for (sim_val, cells) in models {
                     if let (Some(v), Some((s, range))) = (vm_med, sim_val) {
                         let class = classify(v, s);
                         cells.push((r.name, preset.clone(), name.clone(), v, s, class, range));
