@@ -449,6 +449,35 @@ fn overload_time_counts_a_spell_still_open() {
 }
 
 #[test]
+fn every_wait_is_counted_not_only_a_wakeup_s() {
+    // two busy loops on one CPU never sleep: after their start, one of them
+    // always waits behind the other's turn, after a requeue that the wakeup
+    // latency does not see and the bench's shared measure does; so the waits
+    // add up to the run's second, less the one still open at its end
+    let (_, j) = sim(
+        "requeue-waits",
+        &[
+            "--machine",
+            "1cpu",
+            "--workload",
+            "hogs:counts=2,weights=100,ms=2000",
+            "--max-time",
+            "1",
+        ],
+    );
+    let (waits, wakes) = (&j["wait_ns"], &j["wakeup_latency_ns"]);
+    let n = |v: &serde_json::Value| v["count"].as_u64().unwrap_or(0);
+    assert!(n(waits) >= 10, "1 s of turns: {waits}");
+    assert!(n(wakes) <= 2, "only the start wakes: {wakes}");
+    let total = waits["mean"].as_f64().unwrap_or(0.0) * n(waits) as f64;
+    let open = waits["max"].as_f64().unwrap_or(0.0);
+    assert!(
+        (1e9 - 2.0 * open..=1e9).contains(&total),
+        "waits add up to {total} ns: {waits}"
+    );
+}
+
+#[test]
 fn llc_balance_widens_its_limit_when_no_waiter_is_light_enough() {
     // the VM test's load (cpu.weight 100 against 300, 8 loops each, the 300 ones forked
     // late on CPU 0, 2 LLCs of 4 CPUs) with the light cgroup held to LLC 1: moves of at

@@ -519,6 +519,9 @@ fn pick_next(e: &mut Engine, cpu: usize) {
             e.call(|o| unsafe { (o.update_idle)(cpu as i32, false) });
         }
     }
+    if e.tasks[t].state == TState::Queued {
+        e.run_wait.push(e.now - e.tasks[t].runnable_since);
+    }
     e.set_state(t, TState::Running);
     e.tasks[t].loc = Loc::None;
     e.tasks[t].cpu = cpu;
@@ -715,6 +718,7 @@ mod tests {
         assert_eq!(e.tasks[0].state, TState::Running);
         assert!(!bit(&e.idle_mask, 2), "a running CPU is idle");
         assert_eq!(e.wake_lat, vec![e.cfg.costs.ipi_ns as u64]);
+        assert_eq!(e.run_wait, e.wake_lat, "its one wait was its wakeup's");
         run_until(&mut e, 5_000_000);
         assert_eq!(e.tasks[0].state, TState::Dead);
         assert!(e.tasks[0].runtime >= 1_000_000);

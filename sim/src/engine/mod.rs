@@ -78,6 +78,10 @@ pub struct Engine {
     pick_cursor: usize,
     // ---- metrics
     wake_lat: Vec<u64>,
+    /// every wait, from runnable (woken, new, or queued again after a slice
+    /// or a preemption) to running: the bench's shared measure (mosaic-bench
+    /// waits), where wake_lat counts wakeups only
+    run_wait: Vec<u64>,
     migrations: [u64; 6],
     inserts_local: u64,
     inserts_dsq: u64,
@@ -147,6 +151,7 @@ impl Engine {
             iter_vtime: BTreeMap::new(),
             pick_cursor: 0,
             wake_lat: Vec::new(),
+            run_wait: Vec::new(),
             migrations: [0; 6],
             inserts_local: 0,
             inserts_dsq: 0,

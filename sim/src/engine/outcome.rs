@@ -78,6 +78,7 @@ impl Engine {
             "completion_time_s": end as f64 / 1e9,
             "workload": self.wl.metrics(end),
             "wakeup_latency_ns": percentiles(&self.wake_lat),
+            "wait_ns": percentiles(&self.run_wait),
             "migrations": migr,
             "context_switches": self.ctx_switches,
             "counters": counters,
