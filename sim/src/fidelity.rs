@@ -81,7 +81,7 @@ const RATIOS: &[Ratio] = &[
         name: "handed over in enqueue / inserts at wakeup",
         num: &["insert_queued"],
         den: &[&["direct_dispatches", "insert_queued"]],
-        why: "the share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which vCPU wakes whom; compare the TCG sim column, where one vCPU makes many wakeups in a turn while the others stand frozen",
+        why: "the share depends on whether the waker's CPU shares an L2 with the idle CPU found, so on which vCPU wakes whom; compare the TCG sim column, where one vCPU makes many wakeups in a turn while the others stand frozen. On the hardware model the seeds split in two: in some, the program's last tenth (its last senders feeding receivers whose CPUs have gone idle) makes most of the run's wakeups onto idle CPUs, in others none, and the median falls where the two meet",
     },
     Ratio {
         name: "sibling-shard pulls / pulls inside the LLC",
