@@ -119,6 +119,45 @@ fn margin_verdict(p: Option<(f64, f64, f64, usize)>) -> &'static str {
     }
 }
 
+/// Mosaic's headline against the best peer's in one scenario run.
+struct Versus<'a> {
+    /// the peer with the best headline median
+    peer: &'a Cell,
+    /// the two medians
+    mosaic: f64,
+    best: f64,
+    /// round by round, Mosaic's score over that peer's (paired(): above 1, Mosaic ahead)
+    by_round: Option<(f64, f64, f64, usize)>,
+}
+
+/// Mosaic against the best peer in `run` (cells `cs`), or None without a successful Mosaic
+/// cell with the headline or a successful peer with it.
+fn versus_best<'a>(run: &ScenarioRun, sc: &Scenario, cs: &'a [Cell]) -> Option<Versus<'a>> {
+    let mo = cs
+        .iter()
+        .find(|c| c.sched == "mosaic" && c.fail.is_none())?;
+    let (mosaic, _, _) = mo.headline(sc)?;
+    let (peer, best) = cs
+        .iter()
+        .filter(|c| c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none())
+        .filter_map(|c| c.headline(sc).map(|h| (c, h.0)))
+        .max_by(|a, b| {
+            score(sc, a.1, 1.0)
+                .partial_cmp(&score(sc, b.1, 1.0))
+                .unwrap()
+        })?;
+    let metric = sc.headline().0;
+    let by_round = paired(run, "mosaic", &peer.sched, |m, p| {
+        Some(score(sc, *m.metrics.get(metric)?, *p.metrics.get(metric)?))
+    });
+    Some(Versus {
+        peer,
+        mosaic,
+        best,
+        by_round,
+    })
+}
+
 /// Mosaic's BPF cost in one scenario against the cheapest peer's, per call and per run (None
 /// without a successful Mosaic cell or peers with BPF statistics); per call also round by
 /// round (paired()).
@@ -193,6 +232,179 @@ fn wait_line(sc: &Scenario, cs: &[Cell]) -> Option<String> {
 
 /// The longest runnable wait the benchmarks accept of Mosaic in any cell, µs.
 const WAIT_MAX_US: f64 = 2e6;
+
+/// Where Mosaic stands in every scenario × topology cell, against what the page measures it
+/// by: its headline against the best peer's (the round-by-round median score and the verdict of
+/// margin_verdict()), its shared-wait p99 against the lowest peer p99 and its longest wait
+/// against WAIT_MAX_US, and its BPF cost against the cheapest peer's per call and per run; each
+/// table followed by its count. None when no cell has Mosaic and a peer.
+fn standing(suite: &Suite) -> Option<String> {
+    let topos = by_topo(suite);
+    let mut names: Vec<&str> = Vec::new();
+    for (_, runs) in &topos {
+        for r in runs {
+            if !names.contains(&r.scenario.as_str()) {
+                names.push(&r.scenario);
+            }
+        }
+    }
+    names.sort_by_key(|n| {
+        crate::suite::SCENARIOS
+            .iter()
+            .position(|s| s.name == *n)
+            .unwrap_or(usize::MAX)
+    });
+    // per scenario, per topology: the cell's three entries (None: not run, or no verdict)
+    type Entry = Option<String>;
+    let mut rows: Vec<(&str, Vec<[Entry; 3]>)> = Vec::new();
+    let (mut ahead, mut behind, mut level) = (0, 0, 0);
+    let (mut waits, mut p99_ok, mut max_ok) = (0, 0, 0);
+    let (mut costs, mut cost_ok) = (0, 0);
+    for name in &names {
+        let mut row = Vec::new();
+        for (_, runs) in &topos {
+            let mut e: [Entry; 3] = [None, None, None];
+            let found = runs.iter().find(|r| r.scenario == *name);
+            if let Some((run, sc)) = found.and_then(|r| scenario(&r.scenario).map(|s| (*r, s))) {
+                let cs = cells(run);
+                if let Some(v) = versus_best(run, sc, &cs) {
+                    let verdict = margin_verdict(v.by_round);
+                    match verdict {
+                        "ahead" => ahead += 1,
+                        "behind" => behind += 1,
+                        _ => level += 1,
+                    }
+                    let m = v.by_round.map_or("–".into(), |b| fmt_ratio(b.0));
+                    e[0] = Some(format!(
+                        "{m}, {} ({})",
+                        verdict.trim_end_matches(" (within noise)"),
+                        v.peer.sched
+                    ));
+                }
+                let mo = cs.iter().find(|c| c.sched == "mosaic" && c.fail.is_none());
+                let peers = || {
+                    cs.iter().filter(|c| {
+                        c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none()
+                    })
+                };
+                let lowest = |get: fn(&Cell) -> Option<f64>| {
+                    peers()
+                        .filter_map(|c| get(c).map(|v| (c, v)))
+                        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())
+                };
+                if let (Some(mo), Some((pc, pv))) = (mo, lowest(|c| c.shared_p99)) {
+                    if let (Some(p99), Some(max)) = (mo.shared_p99, mo.shared_max) {
+                        waits += 1;
+                        let at_most = p99 <= pv;
+                        p99_ok += at_most as usize;
+                        max_ok += (max < WAIT_MAX_US) as usize;
+                        e[1] = Some(format!(
+                            "{}{} / {} ({}){}; max {:.2} s",
+                            if at_most { "" } else { "**" },
+                            fmt_wait(p99),
+                            fmt_wait(pv),
+                            pc.sched,
+                            if at_most { "" } else { "**" },
+                            max / 1e6
+                        ));
+                    }
+                }
+                if let Some(mo) = mo {
+                    let call = mo.bpf.zip(lowest(|c| c.bpf)).map(|(m, (_, v))| m / v);
+                    let run_ms = mo.bpf_ms.zip(lowest(|c| c.bpf_ms)).map(|(m, (_, v))| m / v);
+                    if call.is_some() || run_ms.is_some() {
+                        costs += 1;
+                        let ok = call.is_some_and(|x| x <= 1.0) || run_ms.is_some_and(|x| x <= 1.0);
+                        cost_ok += ok as usize;
+                        let r = |x: Option<f64>| x.map_or("–".into(), fmt_ratio);
+                        e[2] = Some(format!(
+                            "{}{} / {}{}",
+                            if ok { "" } else { "**" },
+                            r(call),
+                            r(run_ms),
+                            if ok { "" } else { "**" }
+                        ));
+                    }
+                }
+            }
+            row.push(e);
+        }
+        rows.push((name, row));
+    }
+    if ahead + behind + level == 0 {
+        return None;
+    }
+    let mut o = String::new();
+    let head: Vec<String> = topos.iter().map(|(t, _)| format!("`{t}`")).collect();
+    let table = |o: &mut String, k: usize| {
+        let _ = writeln!(o, "| scenario | {} |", head.join(" | "));
+        let _ = writeln!(o, "|---|{}", "---|".repeat(head.len()));
+        for (name, row) in &rows {
+            let cells: Vec<&str> = row.iter().map(|e| e[k].as_deref().unwrap_or("–")).collect();
+            let _ = writeln!(o, "| {name} | {} |", cells.join(" | "));
+        }
+        let _ = writeln!(o);
+    };
+    let _ = writeln!(
+        o,
+        "## Where Mosaic stands, cell by cell\n\nGenerated from the tables below. Headline \
+         against the best peer: the median of the round-by-round ratios (above 1: Mosaic ahead) \
+         and the verdict (ahead: that median at least ×{MARGIN:.2} or every round ahead; behind: \
+         the mirror case; else not settled), with the best peer by median.\n"
+    );
+    table(&mut o, 0);
+    let _ = writeln!(
+        o,
+        "Ahead in {ahead}, not settled in {level}, behind in {behind} of {} cells.\n",
+        ahead + level + behind
+    );
+    let _ = writeln!(
+        o,
+        "Runnable waits, the shared measure: Mosaic's p99 / the lowest peer p99 (that peer), \
+         in bold where Mosaic's is above it; Mosaic's longest wait over the rounds.\n"
+    );
+    table(&mut o, 1);
+    let _ = writeln!(
+        o,
+        "Mosaic's p99 at most the best peer's in {p99_ok} of {waits} cells; its longest wait \
+         under {:.0} s in {max_ok} of {waits}.\n",
+        WAIT_MAX_US / 1e6
+    );
+    let _ = writeln!(
+        o,
+        "BPF cost: Mosaic's over the cheapest peer's, per call / per run (medians; each against \
+         the peer cheapest by that measure), in bold where both are above 1.\n"
+    );
+    table(&mut o, 2);
+    let _ = writeln!(
+        o,
+        "At most the cheapest peer's per call or per run in {cost_ok} of {costs} cells."
+    );
+    Some(o)
+}
+
+/// A wait for the standing tables, µs: whole ms from 10 ms on, ms with one decimal from 1 ms,
+/// else whole µs.
+fn fmt_wait(us: f64) -> String {
+    let ms = us / 1000.0;
+    if ms >= 10.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+/// A ratio for the standing tables: two decimals, three when that would show ×1.00 for a
+/// ratio that is not 1 (so that the bold "above 1" never marks a ×1.00).
+fn fmt_ratio(x: f64) -> String {
+    if (x - 1.0).abs() < 0.005 && x != 1.0 {
+        format!("×{x:.3}")
+    } else {
+        format!("×{x:.2}")
+    }
+}
 
 /// One line per cell of `run` for the terminal, as the report's table says it: the headline's
 /// median, min–max, runs, ratio to EEVDF, BPF cost and scx_mosaic's own longest wait; or why
@@ -521,6 +733,9 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         (from wakeup or requeue until running, the 99th percentile as its log2 bucket's upper edge, \
         over the scheduler's whole run: load, workload, exit, so its max may exceed the shared one), \
         median over the rounds; EEVDF and the peers keep no such counters (–).\n")?;
+    if let Some(text) = standing(suite) {
+        writeln!(o, "{}\n", text.trim_end())?;
+    }
     if let Some(text) = analysis(svg_dir) {
         writeln!(o, "{}\n", text.trim_end())?;
     }
@@ -602,39 +817,19 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         // Mosaic against the best peer, per scenario.
         let mut lines = Vec::new();
         for (run, sc, cs) in &scs {
-            let Some(mo) = cs.iter().find(|c| c.sched == "mosaic" && c.fail.is_none()) else {
-                continue;
-            };
-            let Some((mv, _, _)) = mo.headline(sc) else {
-                continue;
-            };
-            let peers = cs.iter().filter(|c| {
-                c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none()
-            });
-            let best = peers
-                .filter_map(|c| c.headline(sc).map(|h| (c, h.0)))
-                .max_by(|a, b| {
-                    score(sc, a.1, 1.0)
-                        .partial_cmp(&score(sc, b.1, 1.0))
-                        .unwrap()
-                });
-            if let Some((bc, bv)) = best {
-                let s = score(sc, mv, bv);
-                let metric = sc.headline().0;
-                let by_round = paired(run, "mosaic", &bc.sched, |m, p| {
-                    Some(score(sc, *m.metrics.get(metric)?, *p.metrics.get(metric)?))
-                });
+            if let Some(v) = versus_best(run, sc, cs) {
+                let s = score(sc, v.mosaic, v.best);
                 lines.push(format!(
                     "- {}: Mosaic {} vs best peer {} {} → medians {} {:.1} %; {}, above 1: \
                      Mosaic ahead → **{}**",
                     sc.name,
-                    fmt(mv),
-                    bc.sched,
-                    fmt(bv),
+                    fmt(v.mosaic),
+                    v.peer.sched,
+                    fmt(v.best),
                     if s >= 1.0 { "ahead by" } else { "behind by" },
                     (s - 1.0).abs() * 100.0,
-                    paired_note(by_round),
-                    margin_verdict(by_round)
+                    paired_note(v.by_round),
+                    margin_verdict(v.by_round)
                 ));
             }
         }
@@ -1382,6 +1577,113 @@ mod tests {
                 "vm/run's preset {p} has no description"
             );
         }
+    }
+
+    #[test]
+    fn where_mosaic_stands_is_generated_for_every_cell_with_its_counts() {
+        // hackbench and messaging on 1llc, hackbench on 2llc-smt; times by round per scheduler
+        let run = |scenario: &str, topo: &str, times: &[(&str, [f64; 3])]| {
+            let mut r = ScenarioRun {
+                scenario: scenario.into(),
+                topo: topo.into(),
+                accel: "tcg".into(),
+                rounds: 3,
+                scheds: times.iter().map(|(s, _)| s.to_string()).collect(),
+                ..Default::default()
+            };
+            for round in 1..=3u32 {
+                for (sched, t) in times {
+                    r.samples
+                        .push(sample(sched, round, t[round as usize - 1], None));
+                }
+            }
+            r
+        };
+        let mut hb1 = run(
+            "hackbench",
+            "1llc",
+            &[
+                ("eevdf", [10.0; 3]),
+                ("mosaic", [4.0; 3]),
+                ("p2dq", [5.0; 3]),
+                ("rusty", [6.0; 3]),
+            ],
+        );
+        for s in hb1.samples.iter_mut() {
+            let p99 = match s.sched.as_str() {
+                "mosaic" => 300e3,
+                "p2dq" => 100e3,
+                "rusty" => 200e3,
+                _ => 50e3,
+            };
+            s.shared_wait_p50_us = Some(1e3);
+            s.shared_wait_p99_us = Some(p99);
+            s.shared_wait_max_us = Some(1.5e6);
+        }
+        let mut msg1 = run(
+            "messaging",
+            "1llc",
+            &[
+                ("eevdf", [3.0; 3]),
+                ("mosaic", [2.0; 3]),
+                ("rusty", [1.5; 3]),
+            ],
+        );
+        for s in msg1.samples.iter_mut().filter(|s| s.sched == "mosaic") {
+            s.bpf_ns_per_call = Some(150.0);
+        }
+        let hb2 = run(
+            "hackbench",
+            "2llc-smt",
+            &[
+                ("eevdf", [9.0; 3]),
+                ("mosaic", [5.0; 3]),
+                ("p2dq", [5.1, 4.9, 5.0]),
+                ("mosaic-shard", [3.0; 3]),
+            ],
+        );
+        let suite = Suite {
+            runs: vec![hb2, msg1, hb1],
+            skipped: vec![],
+        };
+        let text = standing(&suite).unwrap();
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
+        assert_eq!(
+            rows,
+            [
+                "| scenario | `2llc-smt` | `1llc` |",
+                "| hackbench | ×1.00, not settled (p2dq) | ×1.25, ahead (p2dq) |",
+                "| messaging | – | ×0.75, behind (rusty) |",
+                "| scenario | `2llc-smt` | `1llc` |",
+                "| hackbench | – | **300 ms / 100 ms (p2dq)**; max 1.50 s |",
+                "| messaging | – | – |",
+                "| scenario | `2llc-smt` | `1llc` |",
+                "| hackbench | ×1.00 / ×1.00 | ×1.00 / ×1.00 |",
+                "| messaging | – | ×1.50 / ×1.00 |",
+            ]
+        );
+        assert!(text.contains("Ahead in 1, not settled in 1, behind in 1 of 3 cells."));
+        assert!(text.contains(
+            "Mosaic's p99 at most the best peer's in 0 of 1 cells; its longest wait under 2 s \
+             in 1 of 1."
+        ));
+        assert!(text.contains("At most the cheapest peer's per call or per run in 3 of 3 cells."));
+        // the variants are not peers, and a run without peers (a smoke run) has no section
+        let smoke = run(
+            "hackbench",
+            "1llc",
+            &[("eevdf", [9.0; 3]), ("mosaic", [5.0; 3])],
+        );
+        let suite = Suite {
+            runs: vec![smoke],
+            skipped: vec![],
+        };
+        assert_eq!(standing(&suite), None);
+        assert!(!render(suite.runs[0].clone(), "x").contains("cell by cell"));
+        assert_eq!(fmt_ratio(1.003), "×1.003");
+        assert_eq!(fmt_ratio(1.0), "×1.00");
+        assert_eq!(fmt_wait(88.0), "88 µs");
+        assert_eq!(fmt_wait(2_800.0), "2.8 ms");
     }
 
     #[test]
