@@ -237,7 +237,8 @@ const WAIT_MAX_US: f64 = 2e6;
 /// by: its headline against the best peer's (the round-by-round median score and the verdict of
 /// margin_verdict()), its shared-wait p99 against the lowest peer p99 and its longest wait
 /// against WAIT_MAX_US, and its BPF cost against the cheapest peer's per call and per run; each
-/// table followed by its count. None when no cell has Mosaic and a peer.
+/// table followed by its count; a cell where a Mosaic run failed says so in all three. None
+/// when no cell has Mosaic and a peer.
 fn standing(suite: &Suite) -> Option<String> {
     let topos = by_topo(suite);
     let mut names: Vec<&str> = Vec::new();
@@ -257,7 +258,7 @@ fn standing(suite: &Suite) -> Option<String> {
     // per scenario, per topology: the cell's three entries (None: not run, or no verdict)
     type Entry = Option<String>;
     let mut rows: Vec<(&str, Vec<[Entry; 3]>)> = Vec::new();
-    let (mut ahead, mut behind, mut level) = (0, 0, 0);
+    let (mut ahead, mut behind, mut level, mut failed) = (0, 0, 0, 0);
     let (mut waits, mut p99_ok, mut max_ok) = (0, 0, 0);
     let (mut costs, mut cost_ok) = (0, 0);
     for name in &names {
@@ -267,6 +268,12 @@ fn standing(suite: &Suite) -> Option<String> {
             let found = runs.iter().find(|r| r.scenario == *name);
             if let Some((run, sc)) = found.and_then(|r| scenario(&r.scenario).map(|s| (*r, s))) {
                 let cs = cells(run);
+                if cs.iter().any(|c| c.sched == "mosaic" && c.fail.is_some()) {
+                    failed += 1;
+                    e = std::array::from_fn(|_| Some("**Mosaic FAILED**".to_string()));
+                    row.push(e);
+                    continue;
+                }
                 if let Some(v) = versus_best(run, sc, &cs) {
                     let verdict = margin_verdict(v.by_round);
                     match verdict {
@@ -331,7 +338,7 @@ fn standing(suite: &Suite) -> Option<String> {
         }
         rows.push((name, row));
     }
-    if ahead + behind + level == 0 {
+    if ahead + behind + level + failed == 0 {
         return None;
     }
     let mut o = String::new();
@@ -355,8 +362,13 @@ fn standing(suite: &Suite) -> Option<String> {
     table(&mut o, 0);
     let _ = writeln!(
         o,
-        "Ahead in {ahead}, not settled in {level}, behind in {behind} of {} cells.\n",
-        ahead + level + behind
+        "Ahead in {ahead}, not settled in {level}, behind in {behind} of {} cells{}.\n",
+        ahead + level + behind + failed,
+        if failed > 0 {
+            format!("; Mosaic failed (an ejection or error) in {failed}")
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         o,
@@ -1642,8 +1654,18 @@ mod tests {
                 ("mosaic-shard", [3.0; 3]),
             ],
         );
+        let mut msg2 = run(
+            "messaging",
+            "2llc-smt",
+            &[
+                ("eevdf", [3.0; 3]),
+                ("mosaic", [2.0; 3]),
+                ("rusty", [2.5; 3]),
+            ],
+        );
+        msg2.samples[4].fail = Some("ejected: runnable task stall".into());
         let suite = Suite {
-            runs: vec![hb2, msg1, hb1],
+            runs: vec![hb2, msg1, hb1, msg2],
             skipped: vec![],
         };
         let text = standing(&suite).unwrap();
@@ -1653,16 +1675,19 @@ mod tests {
             [
                 "| scenario | `2llc-smt` | `1llc` |",
                 "| hackbench | ×1.00, not settled (p2dq) | ×1.25, ahead (p2dq) |",
-                "| messaging | – | ×0.75, behind (rusty) |",
+                "| messaging | **Mosaic FAILED** | ×0.75, behind (rusty) |",
                 "| scenario | `2llc-smt` | `1llc` |",
                 "| hackbench | – | **300 ms / 100 ms (p2dq)**; max 1.50 s |",
-                "| messaging | – | – |",
+                "| messaging | **Mosaic FAILED** | – |",
                 "| scenario | `2llc-smt` | `1llc` |",
                 "| hackbench | ×1.00 / ×1.00 | ×1.00 / ×1.00 |",
-                "| messaging | – | ×1.50 / ×1.00 |",
+                "| messaging | **Mosaic FAILED** | ×1.50 / ×1.00 |",
             ]
         );
-        assert!(text.contains("Ahead in 1, not settled in 1, behind in 1 of 3 cells."));
+        assert!(text.contains(
+            "Ahead in 1, not settled in 1, behind in 1 of 4 cells; Mosaic failed (an ejection \
+             or error) in 1."
+        ));
         assert!(text.contains(
             "Mosaic's p99 at most the best peer's in 0 of 1 cells; its longest wait under 2 s \
              in 1 of 1."
