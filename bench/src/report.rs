@@ -119,6 +119,25 @@ fn margin_verdict(p: Option<(f64, f64, f64, usize)>) -> &'static str {
     }
 }
 
+/// Mosaic's cell of `cs`, if none of its runs failed.
+fn mosaic_cell(cs: &[Cell]) -> Option<&Cell> {
+    cs.iter().find(|c| c.sched == "mosaic" && c.fail.is_none())
+}
+
+/// The peers of `cs`: the sched_ext schedulers other than Mosaic's designs, without a failed
+/// run.
+fn peers(cs: &[Cell]) -> impl Iterator<Item = &Cell> {
+    cs.iter()
+        .filter(|c| c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none())
+}
+
+/// The peer of `cs` with the lowest value of `get`, and that value.
+fn lowest_peer(cs: &[Cell], get: impl Fn(&Cell) -> Option<f64>) -> Option<(&Cell, f64)> {
+    peers(cs)
+        .filter_map(|c| get(c).map(|v| (c, v)))
+        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())
+}
+
 /// Mosaic's headline against the best peer's in one scenario run.
 struct Versus<'a> {
     /// the peer with the best headline median
@@ -133,13 +152,8 @@ struct Versus<'a> {
 /// Mosaic against the best peer in `run` (cells `cs`), or None without a successful Mosaic
 /// cell with the headline or a successful peer with it.
 fn versus_best<'a>(run: &ScenarioRun, sc: &Scenario, cs: &'a [Cell]) -> Option<Versus<'a>> {
-    let mo = cs
-        .iter()
-        .find(|c| c.sched == "mosaic" && c.fail.is_none())?;
-    let (mosaic, _, _) = mo.headline(sc)?;
-    let (peer, best) = cs
-        .iter()
-        .filter(|c| c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none())
+    let (mosaic, _, _) = mosaic_cell(cs)?.headline(sc)?;
+    let (peer, best) = peers(cs)
         .filter_map(|c| c.headline(sc).map(|h| (c, h.0)))
         .max_by(|a, b| {
             score(sc, a.1, 1.0)
@@ -162,20 +176,11 @@ fn versus_best<'a>(run: &ScenarioRun, sc: &Scenario, cs: &'a [Cell]) -> Option<V
 /// without a successful Mosaic cell or peers with BPF statistics); per call also round by
 /// round (paired()).
 fn bpf_line(run: &ScenarioRun, sc: &Scenario, cs: &[Cell]) -> Option<String> {
-    let mo = cs
-        .iter()
-        .find(|c| c.sched == "mosaic" && c.fail.is_none())?;
-    let peers: Vec<&Cell> = cs
-        .iter()
-        .filter(|c| c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none())
-        .collect();
+    let mo = mosaic_cell(cs)?;
     // The peer with the lowest value of `get`, and "peer value (Mosaic value, ×ratio)".
     let cheapest = |get: fn(&Cell) -> Option<f64>| -> Option<(&Cell, String)> {
         let m = get(mo)?;
-        let (c, v) = peers
-            .iter()
-            .filter_map(|c| get(c).map(|v| (*c, v)))
-            .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())?;
+        let (c, v) = lowest_peer(cs, get)?;
         Some((
             c,
             format!("{} {v:.0} (Mosaic {m:.0}, ×{:.2})", c.sched, m / v),
@@ -197,16 +202,9 @@ fn bpf_line(run: &ScenarioRun, sc: &Scenario, cs: &[Cell]) -> Option<String> {
 /// peer p99, and its longest wait against WAIT_MAX_US, or None without a successful Mosaic
 /// cell with the shared measure.
 fn wait_line(sc: &Scenario, cs: &[Cell]) -> Option<String> {
-    let mo = cs
-        .iter()
-        .find(|c| c.sched == "mosaic" && c.fail.is_none())?;
+    let mo = mosaic_cell(cs)?;
     let (p99, max) = (mo.shared_p99?, mo.shared_max?);
-    let best = cs
-        .iter()
-        .filter(|c| c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none())
-        .filter_map(|c| c.shared_p99.map(|v| (c, v)))
-        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap());
-    let against = match best {
+    let against = match lowest_peer(cs, |c| c.shared_p99) {
         Some((c, v)) => format!(
             "lowest peer p99 {} {v:.0} µs → {}",
             c.sched,
@@ -288,17 +286,8 @@ fn standing(suite: &Suite) -> Option<String> {
                         v.peer.sched
                     ));
                 }
-                let mo = cs.iter().find(|c| c.sched == "mosaic" && c.fail.is_none());
-                let peers = || {
-                    cs.iter().filter(|c| {
-                        c.sched != "eevdf" && !c.sched.starts_with("mosaic") && c.fail.is_none()
-                    })
-                };
-                let lowest = |get: fn(&Cell) -> Option<f64>| {
-                    peers()
-                        .filter_map(|c| get(c).map(|v| (c, v)))
-                        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())
-                };
+                let mo = mosaic_cell(&cs);
+                let lowest = |get: fn(&Cell) -> Option<f64>| lowest_peer(&cs, get);
                 if let (Some(mo), Some((pc, pv))) = (mo, lowest(|c| c.shared_p99)) {
                     if let (Some(p99), Some(max)) = (mo.shared_p99, mo.shared_max) {
                         waits += 1;
