@@ -108,7 +108,7 @@ sim-vm-counters: build
 .PHONY: bench
 bench: build
 	@scripts/install-deps bench
-	target/release/mosaic-bench run --doc docs/benchmarks.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full) $(if $(BOOTS),--boots $(BOOTS))
+	target/release/mosaic-bench run --doc docs/benchmarks.md --readme README.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full) $(if $(BOOTS),--boots $(BOOTS))
 
 # Survival under a 2 s watchdog (SCX_TIMEOUT_MS=2000): hackbench -g 4 -l 200 with scx_mosaic
 # and scx_p2dq interleaved, 3 rounds on each multi-LLC preset (4-6 min under TCG); the

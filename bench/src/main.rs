@@ -47,6 +47,9 @@ enum Cmd {
         /// The command named as the report's producer
         #[arg(long, default_value = "make bench")]
         generator: String,
+        /// Also rewrite the summary between this README's bench-summary markers
+        #[arg(long)]
+        readme: Option<PathBuf>,
     },
     /// List scenarios and schedulers
     List,
@@ -131,6 +134,9 @@ struct RunArgs {
     /// With --doc: start the report afresh instead of merging into its results.json
     #[arg(long)]
     fresh: bool,
+    /// With --doc: also rewrite the summary between this README's bench-summary markers
+    #[arg(long)]
+    readme: Option<PathBuf>,
     /// Survival, not speed: the kernel's watchdog timeout for every sched_ext scheduler, ms
     /// (SCX_TIMEOUT_MS in their environment; default: the kernel's 30 s). An ejection fails
     /// its cell. Not with --doc: the report's numbers are taken with the default watchdog.
@@ -152,10 +158,15 @@ fn real_main() -> Result<()> {
             results,
             doc,
             generator,
+            readme,
         } => {
             let suite: Suite = serde_json::from_str(&std::fs::read_to_string(&results)?)?;
             let svg = doc.parent().unwrap_or(Path::new(".")).join("bench");
-            report::write_report(&suite, &doc, &svg, &generator)
+            report::write_report(&suite, &doc, &svg, &generator)?;
+            match readme {
+                Some(r) => report::write_readme(&suite, &r),
+                None => Ok(()),
+            }
         }
         Cmd::List => {
             println!("scenarios (* = default suite):");
@@ -353,6 +364,9 @@ fn run(a: RunArgs) -> Result<()> {
     let repo = repo_root()?;
     if a.watchdog_ms.is_some() && a.doc.is_some() {
         bail!("--watchdog-ms measures survival: write its runs with --out, not into --doc");
+    }
+    if a.readme.is_some() && a.doc.is_none() {
+        bail!("--readme summarises the report: it needs --doc");
     }
     if a.watchdog_ms == Some(0) {
         bail!("--watchdog-ms takes a timeout in ms above 0");
@@ -592,6 +606,9 @@ fn run(a: RunArgs) -> Result<()> {
             std::fs::create_dir_all(dir)?;
             std::fs::write(path, serde_json::to_string_pretty(&merged)?)?;
             report::write_report(&merged, md, dir, cmd)?;
+            if let Some(readme) = &a.readme {
+                report::write_readme(&merged, readme)?;
+            }
         }
         suite.runs.push(r);
     }

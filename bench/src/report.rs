@@ -231,13 +231,41 @@ fn wait_line(sc: &Scenario, cs: &[Cell]) -> Option<String> {
 /// The longest runnable wait the benchmarks accept of Mosaic in any cell, µs.
 const WAIT_MAX_US: f64 = 2e6;
 
+/// One entry of a standing table (None: not run, or nothing to compare).
+type Entry = Option<String>;
+
 /// Where Mosaic stands in every scenario × topology cell, against what the page measures it
-/// by: its headline against the best peer's (the round-by-round median score and the verdict of
-/// margin_verdict()), its shared-wait p99 against the lowest peer p99 and its longest wait
-/// against WAIT_MAX_US, and its BPF cost against the cheapest peer's per call and per run; each
-/// table followed by its count; a cell where a Mosaic run failed says so in all three. None
-/// when no cell has Mosaic and a peer.
-fn standing(suite: &Suite) -> Option<String> {
+/// by (standing()), with the counts each table ends with.
+struct Standing {
+    /// the topologies, in the page's order
+    topos: Vec<String>,
+    /// per scenario, per topology: its headline against the best peer's, its waits, its BPF
+    /// cost, its headline against EEVDF's
+    rows: Vec<(String, Vec<[Entry; 4]>)>,
+    ahead: usize,
+    level: usize,
+    behind: usize,
+    failed: usize,
+    /// cells with the shared wait measure; of these, Mosaic's p99 at most the lowest peer's,
+    /// and its longest wait under WAIT_MAX_US
+    waits: usize,
+    p99_ok: usize,
+    max_ok: usize,
+    /// cells with BPF statistics; of these, Mosaic's at most the cheapest peer's per call or
+    /// per run
+    costs: usize,
+    cost_ok: usize,
+    /// Mosaic's headline median over EEVDF's, as a score (above 1: Mosaic ahead), per cell
+    /// with both
+    eevdf: Vec<f64>,
+}
+
+/// Where Mosaic stands in every scenario × topology cell: its headline against the best peer's
+/// (the round-by-round median score and the verdict of margin_verdict()), its shared-wait p99
+/// against the lowest peer p99 and its longest wait against WAIT_MAX_US, its BPF cost against
+/// the cheapest peer's per call and per run, and its headline median against EEVDF's; a cell
+/// where a Mosaic run failed says so in all of them. None when no cell has Mosaic and a peer.
+fn standing(suite: &Suite) -> Option<Standing> {
     let topos = by_topo(suite);
     let mut names: Vec<&str> = Vec::new();
     for (_, runs) in &topos {
@@ -253,21 +281,29 @@ fn standing(suite: &Suite) -> Option<String> {
             .position(|s| s.name == *n)
             .unwrap_or(usize::MAX)
     });
-    // per scenario, per topology: the cell's three entries (None: not run, or no verdict)
-    type Entry = Option<String>;
-    let mut rows: Vec<(&str, Vec<[Entry; 3]>)> = Vec::new();
-    let (mut ahead, mut behind, mut level, mut failed) = (0, 0, 0, 0);
-    let (mut waits, mut p99_ok, mut max_ok) = (0, 0, 0);
-    let (mut costs, mut cost_ok) = (0, 0);
+    let mut st = Standing {
+        topos: topos.iter().map(|(t, _)| t.clone()).collect(),
+        rows: Vec::new(),
+        ahead: 0,
+        level: 0,
+        behind: 0,
+        failed: 0,
+        waits: 0,
+        p99_ok: 0,
+        max_ok: 0,
+        costs: 0,
+        cost_ok: 0,
+        eevdf: Vec::new(),
+    };
     for name in &names {
         let mut row = Vec::new();
         for (_, runs) in &topos {
-            let mut e: [Entry; 3] = [None, None, None];
+            let mut e: [Entry; 4] = [None, None, None, None];
             let found = runs.iter().find(|r| r.scenario == *name);
             if let Some((run, sc)) = found.and_then(|r| scenario(&r.scenario).map(|s| (*r, s))) {
                 let cs = cells(run);
                 if cs.iter().any(|c| c.sched == "mosaic" && c.fail.is_some()) {
-                    failed += 1;
+                    st.failed += 1;
                     e = std::array::from_fn(|_| Some("**Mosaic FAILED**".to_string()));
                     row.push(e);
                     continue;
@@ -275,9 +311,9 @@ fn standing(suite: &Suite) -> Option<String> {
                 if let Some(v) = versus_best(run, sc, &cs) {
                     let verdict = margin_verdict(v.by_round);
                     match verdict {
-                        "ahead" => ahead += 1,
-                        "behind" => behind += 1,
-                        _ => level += 1,
+                        "ahead" => st.ahead += 1,
+                        "behind" => st.behind += 1,
+                        _ => st.level += 1,
                     }
                     let m = v.by_round.map_or("–".into(), |b| fmt_ratio(b.0));
                     e[0] = Some(format!(
@@ -290,10 +326,10 @@ fn standing(suite: &Suite) -> Option<String> {
                 let lowest = |get: fn(&Cell) -> Option<f64>| lowest_peer(&cs, get);
                 if let (Some(mo), Some((pc, pv))) = (mo, lowest(|c| c.shared_p99)) {
                     if let (Some(p99), Some(max)) = (mo.shared_p99, mo.shared_max) {
-                        waits += 1;
+                        st.waits += 1;
                         let at_most = p99 <= pv;
-                        p99_ok += at_most as usize;
-                        max_ok += (max < WAIT_MAX_US) as usize;
+                        st.p99_ok += at_most as usize;
+                        st.max_ok += (max < WAIT_MAX_US) as usize;
                         e[1] = Some(format!(
                             "{}{} / {} ({}){}; max {:.2} s",
                             if at_most { "" } else { "**" },
@@ -309,9 +345,9 @@ fn standing(suite: &Suite) -> Option<String> {
                     let call = mo.bpf.zip(lowest(|c| c.bpf)).map(|(m, (_, v))| m / v);
                     let run_ms = mo.bpf_ms.zip(lowest(|c| c.bpf_ms)).map(|(m, (_, v))| m / v);
                     if call.is_some() || run_ms.is_some() {
-                        costs += 1;
+                        st.costs += 1;
                         let ok = call.is_some_and(|x| x <= 1.0) || run_ms.is_some_and(|x| x <= 1.0);
-                        cost_ok += ok as usize;
+                        st.cost_ok += ok as usize;
                         let r = |x: Option<f64>| x.map_or("–".into(), fmt_ratio);
                         e[2] = Some(format!(
                             "{}{} / {}{}",
@@ -321,67 +357,204 @@ fn standing(suite: &Suite) -> Option<String> {
                             if ok { "" } else { "**" }
                         ));
                     }
+                    let base = cs.iter().find(|c| c.sched == "eevdf" && c.fail.is_none());
+                    if let (Some((m, _, _)), Some((b, _, _))) =
+                        (mo.headline(sc), base.and_then(|c| c.headline(sc)))
+                    {
+                        let x = score(sc, m, b);
+                        st.eevdf.push(x);
+                        e[3] = Some(fmt_ratio(x));
+                    }
                 }
             }
             row.push(e);
         }
-        rows.push((name, row));
+        st.rows.push((name.to_string(), row));
     }
-    if ahead + behind + level + failed == 0 {
-        return None;
-    }
-    let mut o = String::new();
-    let head: Vec<String> = topos.iter().map(|(t, _)| format!("`{t}`")).collect();
-    let table = |o: &mut String, k: usize| {
+    (st.ahead + st.behind + st.level + st.failed > 0).then_some(st)
+}
+
+impl Standing {
+    /// Column `k` of every cell as a scenario × topology Markdown table.
+    fn table(&self, k: usize) -> String {
+        let head: Vec<String> = self.topos.iter().map(|t| format!("`{t}`")).collect();
+        let mut o = String::new();
         let _ = writeln!(o, "| scenario | {} |", head.join(" | "));
         let _ = writeln!(o, "|---|{}", "---|".repeat(head.len()));
-        for (name, row) in &rows {
+        for (name, row) in &self.rows {
             let cells: Vec<&str> = row.iter().map(|e| e[k].as_deref().unwrap_or("–")).collect();
             let _ = writeln!(o, "| {name} | {} |", cells.join(" | "));
         }
-        let _ = writeln!(o);
+        o
+    }
+
+    /// "Ahead in a, not settled in l, behind in b of n cells" (with the failed ones).
+    fn verdict_count(&self) -> String {
+        format!(
+            "ahead in {}, not settled in {}, behind in {} of {} cells{}",
+            self.ahead,
+            self.level,
+            self.behind,
+            self.ahead + self.level + self.behind + self.failed,
+            if self.failed > 0 {
+                format!("; Mosaic failed (an ejection or error) in {}", self.failed)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// The page's section: the three tables, each followed by its count.
+    fn section(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "## Where Mosaic stands, cell by cell\n\nGenerated from the tables below. Headline \
+             against the best peer: the median of the round-by-round ratios (above 1: Mosaic \
+             ahead) and the verdict (ahead: that median at least ×{MARGIN:.2} or every round \
+             ahead; behind: the mirror case; else not settled), with the best peer by median.\n"
+        );
+        let _ = writeln!(o, "{}", self.table(0));
+        let mut count = self.verdict_count();
+        count[..1].make_ascii_uppercase();
+        let _ = writeln!(o, "{count}.\n");
+        let _ = writeln!(
+            o,
+            "Runnable waits, the shared measure: Mosaic's p99 / the lowest peer p99 (that \
+             peer), in bold where Mosaic's is above it; Mosaic's longest wait over the rounds.\n"
+        );
+        let _ = writeln!(o, "{}", self.table(1));
+        let _ = writeln!(
+            o,
+            "Mosaic's p99 at most the best peer's in {} of {} cells; its longest wait under {:.0} \
+             s in {} of {}.\n",
+            self.p99_ok,
+            self.waits,
+            WAIT_MAX_US / 1e6,
+            self.max_ok,
+            self.waits
+        );
+        let _ = writeln!(
+            o,
+            "BPF cost: Mosaic's over the cheapest peer's, per call / per run (medians; each \
+             against the peer cheapest by that measure), in bold where both are above 1.\n"
+        );
+        let _ = writeln!(o, "{}", self.table(2));
+        let _ = writeln!(
+            o,
+            "At most the cheapest peer's per call or per run in {} of {} cells.",
+            self.cost_ok, self.costs
+        );
+        o
+    }
+
+    /// The README's summary: the headline table, Mosaic against EEVDF, and the counts of the
+    /// other two tables, for a reader who has not opened the page.
+    fn readme(&self, builds: &[&str]) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "<!-- generated by mosaic-bench from docs/bench/results.json (make bench); do not \
+             edit by hand -->"
+        );
+        let _ = writeln!(
+            o,
+            "Mosaic's headline (time, throughput or wakeup latency) against the best sched_ext \
+             peer in each cell of [docs/benchmarks.md](docs/benchmarks.md): the median of the \
+             round-by-round ratios (above 1: Mosaic ahead), the verdict and that peer. QEMU \
+             **without KVM** (TCG) on a 2-core host: noisy, no caches modelled, ratios within \
+             one VM boot only; 5 interleaved rounds per boot; {}.\n",
+            match builds {
+                [b] => format!("one scx_mosaic binary, {}", build_id(b)),
+                _ => format!("{} scx_mosaic builds (the page names each)", builds.len()),
+            }
+        );
+        let _ = writeln!(o, "{}", self.table(0));
+        let (lo, hi) = self
+            .eevdf
+            .iter()
+            .fold((f64::INFINITY, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let _ = writeln!(
+            o,
+            "Against the best peer: {}. Against the kernel's default (EEVDF) its median is \
+             ahead in {} of {} cells ({} to {}). Its p99 runnable wait (one tracer for every \
+             scheduler) is at most the best peer's in {} of {} cells, its longest wait under \
+             {:.0} s in {} of {}; its BPF cost at most the cheapest peer's, per call or per run, \
+             in {} of {}.",
+            self.verdict_count(),
+            self.eevdf.iter().filter(|&&x| x > 1.0).count(),
+            self.eevdf.len(),
+            fmt_ratio(lo),
+            fmt_ratio(hi),
+            self.p99_ok,
+            self.waits,
+            WAIT_MAX_US / 1e6,
+            self.max_ok,
+            self.waits,
+            self.cost_ok,
+            self.costs
+        );
+        o
+    }
+}
+
+/// The scx_mosaic builds the runs of `suite` measured, sorted, each once.
+fn mosaic_builds(suite: &Suite) -> Vec<&str> {
+    let mut builds: Vec<&str> = suite
+        .runs
+        .iter()
+        .map(|r| r.mosaic_build.as_str())
+        .filter(|b| !b.is_empty())
+        .collect();
+    builds.sort();
+    builds.dedup();
+    builds
+}
+
+/// A build as the README names it: its hash and commit, without the path the bench ran it
+/// from ("/tmp/x/scx_mosaic (sha256 1234), built at abc" -> "sha256 1234, built at abc").
+fn build_id(b: &str) -> String {
+    match b.split_once(" (sha256 ") {
+        Some((_, rest)) => format!("sha256 {}", rest.replacen(')', "", 1)),
+        None => b.to_string(),
+    }
+}
+
+/// The README's markers around the generated summary (Standing::readme()).
+const README_BEGIN: &str = "<!-- bench-summary:begin -->";
+const README_END: &str = "<!-- bench-summary:end -->";
+
+/// Rewrite the summary between README_BEGIN and README_END in `readme` from `suite`; an error
+/// if the markers are missing, and nothing written when no cell has Mosaic and a peer.
+pub fn write_readme(suite: &Suite, readme: &Path) -> Result<()> {
+    let pooled = suite.pooled();
+    let Some(st) = standing(&pooled) else {
+        return Ok(());
     };
-    let _ = writeln!(
-        o,
-        "## Where Mosaic stands, cell by cell\n\nGenerated from the tables below. Headline \
-         against the best peer: the median of the round-by-round ratios (above 1: Mosaic ahead) \
-         and the verdict (ahead: that median at least ×{MARGIN:.2} or every round ahead; behind: \
-         the mirror case; else not settled), with the best peer by median.\n"
+    let text =
+        std::fs::read_to_string(readme).with_context(|| format!("reading {}", readme.display()))?;
+    let (Some(a), Some(b)) = (text.find(README_BEGIN), text.find(README_END)) else {
+        anyhow::bail!(
+            "{}: no {README_BEGIN} ... {README_END} block to write the summary into",
+            readme.display()
+        );
+    };
+    anyhow::ensure!(
+        a < b,
+        "{}: the summary's markers are out of order",
+        readme.display()
     );
-    table(&mut o, 0);
-    let _ = writeln!(
-        o,
-        "Ahead in {ahead}, not settled in {level}, behind in {behind} of {} cells{}.\n",
-        ahead + level + behind + failed,
-        if failed > 0 {
-            format!("; Mosaic failed (an ejection or error) in {failed}")
-        } else {
-            String::new()
-        }
+    let builds = mosaic_builds(&pooled);
+    let out = format!(
+        "{}{README_BEGIN}\n{}{}",
+        &text[..a],
+        st.readme(&builds),
+        &text[b..]
     );
-    let _ = writeln!(
-        o,
-        "Runnable waits, the shared measure: Mosaic's p99 / the lowest peer p99 (that peer), \
-         in bold where Mosaic's is above it; Mosaic's longest wait over the rounds.\n"
-    );
-    table(&mut o, 1);
-    let _ = writeln!(
-        o,
-        "Mosaic's p99 at most the best peer's in {p99_ok} of {waits} cells; its longest wait \
-         under {:.0} s in {max_ok} of {waits}.\n",
-        WAIT_MAX_US / 1e6
-    );
-    let _ = writeln!(
-        o,
-        "BPF cost: Mosaic's over the cheapest peer's, per call / per run (medians; each against \
-         the peer cheapest by that measure), in bold where both are above 1.\n"
-    );
-    table(&mut o, 2);
-    let _ = writeln!(
-        o,
-        "At most the cheapest peer's per call or per run in {cost_ok} of {costs} cells."
-    );
-    Some(o)
+    if out != text {
+        std::fs::write(readme, out)?;
+    }
+    Ok(())
 }
 
 /// A wait for the standing tables, µs: whole ms from 10 ms on, ms with one decimal from 1 ms,
@@ -669,14 +842,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
     )?;
     writeln!(o, "- Kernel: {}", kernels.join(", "))?;
     writeln!(o, "- Accelerator: {}", accels.join(", "))?;
-    let mut builds: Vec<&str> = suite
-        .runs
-        .iter()
-        .map(|r| r.mosaic_build.as_str())
-        .filter(|b| !b.is_empty())
-        .collect();
-    builds.sort();
-    builds.dedup();
+    let builds = mosaic_builds(suite);
     if builds.len() > 1 {
         writeln!(
             o,
@@ -734,7 +900,7 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
         (from wakeup or requeue until running, the 99th percentile as its log2 bucket's upper edge, \
         over the scheduler's whole run: load, workload, exit, so its max may exceed the shared one), \
         median over the rounds; EEVDF and the peers keep no such counters (–).\n")?;
-    if let Some(text) = standing(suite) {
+    if let Some(text) = standing(suite).map(|st| st.section()) {
         writeln!(o, "{}\n", text.trim_end())?;
     }
     if let Some(text) = analysis(svg_dir) {
@@ -1051,10 +1217,10 @@ fn analysis(svg_dir: &Path) -> Option<String> {
 const ANALYSIS_FILE: &str = "analysis.md";
 
 /// Plot colours, 0xRRGGBB, in SCHEDS order (the last also for unknown names).
-const COLORS: [u32; 20] = [
+const COLORS: [u32; 23] = [
     0x787878, 0xd62728, 0xff9896, 0xe377c2, 0xf7b6d2, 0xc49c94, 0xffbb78, 0xad494a, 0xe7969c,
-    0x843c39, 0x7b4173, 0xb2182b, 0xf4a582, 0xd6604d, 0x1f77b4, 0x2ca02c, 0x9467bd, 0x17becf,
-    0xbcbd22, 0x8c564b,
+    0x843c39, 0x7b4173, 0xb2182b, 0xf4a582, 0xd6604d, 0x67001f, 0xfddbc7, 0xa50f15, 0x1f77b4,
+    0x2ca02c, 0x9467bd, 0x17becf, 0xbcbd22, 0x8c564b,
 ];
 
 /// A scheduler's colour: grey for EEVDF, reds for Mosaic and its ablations, others for peers.
@@ -1657,7 +1823,8 @@ mod tests {
             runs: vec![hb2, msg1, hb1, msg2],
             skipped: vec![],
         };
-        let text = standing(&suite).unwrap();
+        let st = standing(&suite).unwrap();
+        let text = st.section();
         let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
         assert_eq!(
             rows,
@@ -1682,6 +1849,30 @@ mod tests {
              in 1 of 1."
         ));
         assert!(text.contains("At most the cheapest peer's per call or per run in 3 of 3 cells."));
+        // the README's summary: the same headline table, EEVDF, the same counts
+        let readme = st.readme(&["b (sha256 0123), built at abc"]);
+        assert!(readme.contains("| hackbench | ×1.00, not settled (p2dq) | ×1.25, ahead (p2dq) |"));
+        assert!(readme.contains("ahead in 1, not settled in 1, behind in 1 of 4 cells"));
+        assert!(readme.contains("ahead in 3 of 3 cells (×1.50 to ×2.50)"));
+        assert!(readme.contains("one scx_mosaic binary, sha256 0123, built at abc."));
+        assert!(readme.contains("at most the best peer's in 0 of 1 cells"));
+        // the README keeps what is outside its markers; without them, an error
+        let dir = std::env::temp_dir().join(format!("mosaic-readme-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("README.md");
+        std::fs::write(
+            &path,
+            format!("# title\n\n{README_BEGIN}\nold\n{README_END}\n\ntail\n"),
+        )
+        .unwrap();
+        write_readme(&suite, &path).unwrap();
+        let out = std::fs::read_to_string(&path).unwrap();
+        assert!(out.starts_with(&format!("# title\n\n{README_BEGIN}\n<!-- generated")));
+        assert!(out.ends_with(&format!("{README_END}\n\ntail\n")));
+        assert!(!out.contains("old") && out.contains("ahead in 1, not settled in 1"));
+        std::fs::write(&path, "# no markers\n").unwrap();
+        assert!(write_readme(&suite, &path).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
         // the variants are not peers, and a run without peers (a smoke run) has no section
         let smoke = run(
             "hackbench",
@@ -1692,7 +1883,7 @@ mod tests {
             runs: vec![smoke],
             skipped: vec![],
         };
-        assert_eq!(standing(&suite), None);
+        assert!(standing(&suite).is_none());
         assert!(!render(suite.runs[0].clone(), "x").contains("cell by cell"));
         assert_eq!(fmt_ratio(1.003), "×1.003");
         assert_eq!(fmt_ratio(1.0), "×1.00");

@@ -453,6 +453,21 @@ pub static SCHEDS: &[Sched] = &[
         default: false,
     },
     Sched {
+        label: "mosaic-no-cgroup-weights",
+        kind: Kind::Mosaic("--no-cgroup-weights"),
+        default: false,
+    },
+    Sched {
+        label: "mosaic-no-wake-preempt",
+        kind: Kind::Mosaic("--no-wake-preempt"),
+        default: false,
+    },
+    Sched {
+        label: "mosaic-no-wake-pair",
+        kind: Kind::Mosaic("--no-wake-pair"),
+        default: false,
+    },
+    Sched {
         label: "p2dq",
         kind: Kind::Peer("scx_p2dq"),
         default: true,
