@@ -467,6 +467,13 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic("--no-wake-pair"),
         default: false,
     },
+    // The overload gate's periodic scan (10 ms by default, also the LLC and periodic
+    // balances' weighing) ten times less often: its timer's cost under a CPU-bound load.
+    Sched {
+        label: "mosaic-scan-100ms",
+        kind: Kind::Mosaic("--overload-scan-us 100000"),
+        default: false,
+    },
     Sched {
         label: "p2dq",
         kind: Kind::Peer("scx_p2dq"),
