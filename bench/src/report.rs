@@ -1217,10 +1217,10 @@ fn analysis(svg_dir: &Path) -> Option<String> {
 const ANALYSIS_FILE: &str = "analysis.md";
 
 /// Plot colours, 0xRRGGBB, in SCHEDS order (the last also for unknown names).
-const COLORS: [u32; 24] = [
+const COLORS: [u32; 26] = [
     0x787878, 0xd62728, 0xff9896, 0xe377c2, 0xf7b6d2, 0xc49c94, 0xffbb78, 0xad494a, 0xe7969c,
     0x843c39, 0x7b4173, 0xb2182b, 0xf4a582, 0xd6604d, 0x67001f, 0xfddbc7, 0xa50f15, 0xef8a62,
-    0x1f77b4, 0x2ca02c, 0x9467bd, 0x17becf, 0xbcbd22, 0x8c564b,
+    0x1f77b4, 0x2ca02c, 0x9467bd, 0x17becf, 0xbcbd22, 0x8c564b, 0xfb6a4a, 0x000000,
 ];
 
 /// A scheduler's colour: grey for EEVDF, reds for Mosaic and its ablations, others for peers.

@@ -510,6 +510,15 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Peer("scx_lavd"),
         default: true,
     },
+    // The default Mosaic again, in a later slot of each round: an A/A control. Its per-round
+    // ratio to `mosaic` is what a cell's noise alone makes of two identical schedulers, the
+    // floor a verdict against a peer has to clear (identical binaries got "ahead" verdicts
+    // against each other on sysbench-cg).
+    Sched {
+        label: "mosaic-aa",
+        kind: Kind::Mosaic(""),
+        default: false,
+    },
 ];
 
 pub fn sched(label: &str) -> Option<&'static Sched> {
@@ -524,6 +533,10 @@ impl Sched {
             Kind::Mosaic(flags) => format!("scx_mosaic --stats 0 {flags}").trim().to_string(),
             Kind::Peer(bin) => bin.to_string(),
         }
+    }
+    /// Whether this is the A/A control: the default Mosaic under another label.
+    pub fn is_aa_control(&self) -> bool {
+        self.kind == Kind::Mosaic("") && self.label != "mosaic"
     }
     /// Crate name of a peer (same as its binary).
     pub fn peer_crate(&self) -> Option<&'static str> {
@@ -570,5 +583,20 @@ mod tests {
         assert!((lc["weight_fit"] - 0.5).abs() < 1e-9);
         assert!(parse_late_cgroup("late-cgroup: light_usec=0 heavy_usec=6000").is_none());
         assert!(parse_hackbench("garbage").is_none());
+    }
+
+    #[test]
+    fn the_aa_control_runs_the_default_mosaic_and_nothing_else_is_one() {
+        let aa: Vec<&str> = SCHEDS
+            .iter()
+            .filter(|s| s.is_aa_control())
+            .map(|s| s.label)
+            .collect();
+        assert_eq!(aa, ["mosaic-aa"]);
+        assert_eq!(
+            sched("mosaic-aa").unwrap().command(),
+            sched("mosaic").unwrap().command()
+        );
+        assert!(!sched("mosaic-aa").unwrap().default);
     }
 }
