@@ -415,14 +415,9 @@ fn run(a: RunArgs) -> Result<()> {
     };
     if a.sched.is_empty() && !a.smoke {
         for s in SCHEDS.iter().filter(|s| !s.default) {
-            let what = if s.is_aa_control() {
-                "the A/A control (the default Mosaic again)"
-            } else {
-                "an ablation"
-            };
             skipped.push(Skipped {
                 what: s.label.into(),
-                why: format!("{what}, not in the default set (time budget on 2 TCG cores); `mosaic-bench run --sched` runs it"),
+                why: "an ablation, not in the default set (time budget on 2 TCG cores); `mosaic-bench run --sched` runs it".into(),
             });
         }
     }

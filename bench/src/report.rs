@@ -2,7 +2,7 @@
 //! per call, the Markdown tables and the SVG plots (plotters, SVG backend).
 
 use crate::model::{Sample, ScenarioRun, Suite};
-use crate::suite::{scenario, Scenario};
+use crate::suite::{scenario, Scenario, AA_CONTROL};
 use anyhow::{Context, Result};
 use plotters::prelude::*;
 use std::collections::BTreeMap;
@@ -25,6 +25,7 @@ pub fn median(v: &[f64]) -> Option<f64> {
 }
 
 /// One scheduler's results in one scenario run.
+#[derive(Clone)]
 pub struct Cell {
     pub sched: String,
     /// Per metric: (median, min, max) over the successful runs.
@@ -147,6 +148,20 @@ struct Versus<'a> {
     best: f64,
     /// round by round, Mosaic's score over that peer's (paired(): above 1, Mosaic ahead)
     by_round: Option<(f64, f64, f64, usize)>,
+    /// the same for the A/A control (AA_CONTROL), if the cell ran it
+    control: Option<(f64, f64, f64, usize)>,
+}
+
+/// The verdict on a cell (margin_verdict() of Mosaic against the best peer), held only if the
+/// A/A control, where the cell ran one, gets the same against that peer: two runs of one binary
+/// in one round differ by as much as Mosaic and a peer may (docs/bench/analysis.md), and a
+/// margin the control does not repeat is noise.
+fn cell_verdict(v: &Versus) -> &'static str {
+    let verdict = margin_verdict(v.by_round);
+    match v.control {
+        Some(c) if margin_verdict(Some(c)) != verdict => "not settled (within noise)",
+        _ => verdict,
+    }
 }
 
 /// Mosaic against the best peer in `run` (cells `cs`), or None without a successful Mosaic
@@ -161,14 +176,22 @@ fn versus_best<'a>(run: &ScenarioRun, sc: &Scenario, cs: &'a [Cell]) -> Option<V
                 .unwrap()
         })?;
     let metric = sc.headline().0;
-    let by_round = paired(run, "mosaic", &peer.sched, |m, p| {
-        Some(score(sc, *m.metrics.get(metric)?, *p.metrics.get(metric)?))
-    });
+    let against = |label: &str| {
+        paired(run, label, &peer.sched, |m, p| {
+            Some(score(sc, *m.metrics.get(metric)?, *p.metrics.get(metric)?))
+        })
+    };
+    let control = cs
+        .iter()
+        .any(|c| c.sched == AA_CONTROL && c.fail.is_none())
+        .then(|| against(AA_CONTROL))
+        .flatten();
     Some(Versus {
         peer,
         mosaic,
         best,
-        by_round,
+        by_round: against("mosaic"),
+        control,
     })
 }
 
@@ -198,12 +221,22 @@ fn bpf_line(run: &ScenarioRun, sc: &Scenario, cs: &[Cell]) -> Option<String> {
     ))
 }
 
+/// The longest wait (the shared measure) of Mosaic's cell, or of the A/A control's if that is
+/// longer: the control runs the same binary, and a wait bound holds for every run of it.
+fn mosaic_longest_wait(mo: &Cell, cs: &[Cell]) -> Option<f64> {
+    let control = cs
+        .iter()
+        .find(|c| c.sched == AA_CONTROL && c.fail.is_none())
+        .and_then(|c| c.shared_max);
+    mo.shared_max.map(|m| control.map_or(m, |c| m.max(c)))
+}
+
 /// Mosaic's runnable waits (the shared measure) against the peers': its p99 beside the lowest
-/// peer p99, and its longest wait against WAIT_MAX_US, or None without a successful Mosaic
-/// cell with the shared measure.
+/// peer p99, and its longest wait (mosaic_longest_wait()) against WAIT_MAX_US, or None without
+/// a successful Mosaic cell with the shared measure.
 fn wait_line(sc: &Scenario, cs: &[Cell]) -> Option<String> {
     let mo = mosaic_cell(cs)?;
-    let (p99, max) = (mo.shared_p99?, mo.shared_max?);
+    let (p99, max) = (mo.shared_p99?, mosaic_longest_wait(mo, cs)?);
     let against = match lowest_peer(cs, |c| c.shared_p99) {
         Some((c, v)) => format!(
             "lowest peer p99 {} {v:.0} µs → {}",
@@ -309,7 +342,7 @@ fn standing(suite: &Suite) -> Option<Standing> {
                     continue;
                 }
                 if let Some(v) = versus_best(run, sc, &cs) {
-                    let verdict = margin_verdict(v.by_round);
+                    let verdict = cell_verdict(&v);
                     match verdict {
                         "ahead" => st.ahead += 1,
                         "behind" => st.behind += 1,
@@ -325,7 +358,7 @@ fn standing(suite: &Suite) -> Option<Standing> {
                 let mo = mosaic_cell(&cs);
                 let lowest = |get: fn(&Cell) -> Option<f64>| lowest_peer(&cs, get);
                 if let (Some(mo), Some((pc, pv))) = (mo, lowest(|c| c.shared_p99)) {
-                    if let (Some(p99), Some(max)) = (mo.shared_p99, mo.shared_max) {
+                    if let (Some(p99), Some(max)) = (mo.shared_p99, mosaic_longest_wait(mo, &cs)) {
                         st.waits += 1;
                         let at_most = p99 <= pv;
                         st.p99_ok += at_most as usize;
@@ -412,7 +445,9 @@ impl Standing {
             "## Where Mosaic stands, cell by cell\n\nGenerated from the tables below. Headline \
              against the best peer: the median of the round-by-round ratios (above 1: Mosaic \
              ahead) and the verdict (ahead: that median at least ×{MARGIN:.2} or every round \
-             ahead; behind: the mirror case; else not settled), with the best peer by median.\n"
+             ahead; behind: the mirror case; else not settled; in a cell with the A/A control \
+             {AA_CONTROL}, not settled unless the control gets the same verdict), with the best \
+             peer by median.\n"
         );
         let _ = writeln!(o, "{}", self.table(0));
         let mut count = self.verdict_count();
@@ -996,8 +1031,17 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                     if s >= 1.0 { "ahead by" } else { "behind by" },
                     (s - 1.0).abs() * 100.0,
                     paired_note(v.by_round),
-                    margin_verdict(v.by_round)
+                    cell_verdict(&v)
                 ));
+                if v.control.is_some() {
+                    lines.push(format!(
+                        "  - A/A control ({AA_CONTROL}, the same binary later in each round) \
+                         against {}: {}, {}",
+                        v.peer.sched,
+                        paired_note(v.control),
+                        margin_verdict(v.control)
+                    ));
+                }
             }
         }
         if !lines.is_empty() {
@@ -1006,7 +1050,9 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
                 "Mosaic against the best peer (headline metric, medians; round by round: the \
                  median and range of each round's ratio, the two runs of a round being minutes \
                  apart in one boot; the verdict: ahead when that median is at least ×{MARGIN:.2} \
-                 or every round is ahead, behind in the mirror case, else not settled):\n\n{}\n",
+                 or every round is ahead, behind in the mirror case, else not settled; where \
+                 the cell ran the A/A control, a verdict the control does not repeat is not \
+                 settled):\n\n{}\n",
                 lines.join("\n")
             )?;
         }
@@ -1471,6 +1517,83 @@ mod tests {
     }
 
     #[test]
+    fn a_verdict_the_aa_control_does_not_repeat_is_not_settled() {
+        // hackbench times: Mosaic 4 s in every round, p2dq 5 s; the control @aa s
+        let run_with = |aa: Option<f64>| {
+            let mut run = ScenarioRun {
+                scheds: vec!["mosaic".into(), "p2dq".into()],
+                ..Default::default()
+            };
+            for r in 1..=5 {
+                run.samples.push(sample("mosaic", r, 4.0, None));
+                run.samples.push(sample("p2dq", r, 5.0, None));
+                if let Some(t) = aa {
+                    run.samples.push(sample(AA_CONTROL, r, t, None));
+                }
+            }
+            if aa.is_some() {
+                run.scheds.push(AA_CONTROL.into());
+            }
+            run
+        };
+        let sc = scenario("hackbench").unwrap();
+        let verdict = |run: &ScenarioRun| {
+            let cs = cells(run);
+            let v = versus_best(run, sc, &cs).unwrap();
+            (cell_verdict(&v), v.control.is_some())
+        };
+        assert_eq!(verdict(&run_with(None)), ("ahead", false));
+        assert_eq!(verdict(&run_with(Some(4.1))), ("ahead", true));
+        assert_eq!(
+            verdict(&run_with(Some(5.0))),
+            ("not settled (within noise)", true)
+        );
+        // a failed control is no control
+        let mut run = run_with(Some(5.0));
+        run.samples
+            .iter_mut()
+            .filter(|s| s.sched == AA_CONTROL)
+            .for_each(|s| s.fail = Some("ejected".into()));
+        assert_eq!(verdict(&run), ("ahead", false));
+    }
+
+    /// A cell of 5 runs with only the shared wait measure's p99 and max.
+    fn wait_cell(sched: &str, p99: Option<f64>, max: Option<f64>, fail: Option<&str>) -> Cell {
+        Cell {
+            sched: sched.into(),
+            stats: BTreeMap::new(),
+            n: 5,
+            runs: 5,
+            bpf: None,
+            bpf_ms: None,
+            wait_max: None,
+            wait_p99: None,
+            shared_p50: None,
+            shared_p99: p99,
+            shared_max: max,
+            fail: fail.map(String::from),
+        }
+    }
+
+    #[test]
+    fn the_longest_wait_counts_the_aa_controls_runs() {
+        let cell = |sched: &str, max: Option<f64>, fail: Option<&str>| {
+            wait_cell(sched, Some(1e5), max, fail)
+        };
+        let mo = cell("mosaic", Some(1.3e6), None);
+        let cs = [mo.clone(), cell(AA_CONTROL, Some(2.1e6), None)];
+        assert_eq!(mosaic_longest_wait(&mo, &cs), Some(2.1e6));
+        let cs = [mo.clone(), cell(AA_CONTROL, Some(0.4e6), None)];
+        assert_eq!(mosaic_longest_wait(&mo, &cs), Some(1.3e6));
+        let cs = [mo.clone(), cell(AA_CONTROL, Some(2.1e6), Some("ejected"))];
+        assert_eq!(mosaic_longest_wait(&mo, &cs), Some(1.3e6));
+        assert_eq!(
+            mosaic_longest_wait(&mo, std::slice::from_ref(&mo)),
+            Some(1.3e6)
+        );
+    }
+
+    #[test]
     fn paired_ratios_use_only_rounds_where_both_succeeded() {
         let mut run = ScenarioRun::default();
         run.samples.push(sample("mosaic", 1, 4.0, None));
@@ -1893,20 +2016,8 @@ mod tests {
 
     #[test]
     fn wait_line_compares_mosaic_p99_with_the_lowest_peer_and_its_max_with_two_seconds() {
-        let cell = |sched: &str, p99: Option<f64>, max: Option<f64>| Cell {
-            sched: sched.into(),
-            stats: BTreeMap::new(),
-            n: 5,
-            runs: 5,
-            bpf: None,
-            bpf_ms: None,
-            wait_max: None,
-            wait_p99: None,
-            shared_p50: None,
-            shared_p99: p99,
-            shared_max: max,
-            fail: None,
-        };
+        let cell =
+            |sched: &str, p99: Option<f64>, max: Option<f64>| wait_cell(sched, p99, max, None);
         let sc = scenario("hackbench").unwrap();
         let mut cs = vec![
             cell("eevdf", Some(64.0), Some(9e6)),

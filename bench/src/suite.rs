@@ -370,6 +370,9 @@ pub struct Sched {
     pub default: bool,
 }
 
+/// The A/A control's label: the default Mosaic again, last in each round (SCHEDS).
+pub const AA_CONTROL: &str = "mosaic-aa";
+
 pub static SCHEDS: &[Sched] = &[
     Sched {
         label: "eevdf",
@@ -510,14 +513,14 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Peer("scx_lavd"),
         default: true,
     },
-    // The default Mosaic again, in a later slot of each round: an A/A control. Its per-round
-    // ratio to `mosaic` is what a cell's noise alone makes of two identical schedulers, the
-    // floor a verdict against a peer has to clear (identical binaries got "ahead" verdicts
-    // against each other on sysbench-cg).
+    // The default Mosaic again, last in each round: an A/A control. A verdict against the
+    // best peer holds only if the control gets the same (report.rs, cell_verdict()): two runs
+    // of one binary in one round differ by as much as Mosaic and a peer may (identical
+    // binaries got "ahead" verdicts against each other on sysbench-cg).
     Sched {
-        label: "mosaic-aa",
+        label: AA_CONTROL,
         kind: Kind::Mosaic(""),
-        default: false,
+        default: true,
     },
 ];
 
@@ -533,10 +536,6 @@ impl Sched {
             Kind::Mosaic(flags) => format!("scx_mosaic --stats 0 {flags}").trim().to_string(),
             Kind::Peer(bin) => bin.to_string(),
         }
-    }
-    /// Whether this is the A/A control: the default Mosaic under another label.
-    pub fn is_aa_control(&self) -> bool {
-        self.kind == Kind::Mosaic("") && self.label != "mosaic"
     }
     /// Crate name of a peer (same as its binary).
     pub fn peer_crate(&self) -> Option<&'static str> {
@@ -589,14 +588,14 @@ mod tests {
     fn the_aa_control_runs_the_default_mosaic_and_nothing_else_is_one() {
         let aa: Vec<&str> = SCHEDS
             .iter()
-            .filter(|s| s.is_aa_control())
+            .filter(|s| s.kind == Kind::Mosaic("") && s.label != "mosaic")
             .map(|s| s.label)
             .collect();
-        assert_eq!(aa, ["mosaic-aa"]);
+        assert_eq!(aa, [AA_CONTROL]);
         assert_eq!(
-            sched("mosaic-aa").unwrap().command(),
+            sched(AA_CONTROL).unwrap().command(),
             sched("mosaic").unwrap().command()
         );
-        assert!(!sched("mosaic-aa").unwrap().default);
+        assert!(sched(AA_CONTROL).unwrap().default);
     }
 }
