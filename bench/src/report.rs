@@ -25,7 +25,6 @@ pub fn median(v: &[f64]) -> Option<f64> {
 }
 
 /// One scheduler's results in one scenario run.
-#[derive(Clone)]
 pub struct Cell {
     pub sched: String,
     /// Per metric: (median, min, max) over the successful runs.
@@ -125,6 +124,12 @@ fn mosaic_cell(cs: &[Cell]) -> Option<&Cell> {
     cs.iter().find(|c| c.sched == "mosaic" && c.fail.is_none())
 }
 
+/// The A/A control's cell of `cs` (AA_CONTROL), if the cell ran it and none of its runs failed.
+fn control_cell(cs: &[Cell]) -> Option<&Cell> {
+    cs.iter()
+        .find(|c| c.sched == AA_CONTROL && c.fail.is_none())
+}
+
 /// The peers of `cs`: the sched_ext schedulers other than Mosaic's designs, without a failed
 /// run.
 fn peers(cs: &[Cell]) -> impl Iterator<Item = &Cell> {
@@ -181,11 +186,7 @@ fn versus_best<'a>(run: &ScenarioRun, sc: &Scenario, cs: &'a [Cell]) -> Option<V
             Some(score(sc, *m.metrics.get(metric)?, *p.metrics.get(metric)?))
         })
     };
-    let control = cs
-        .iter()
-        .any(|c| c.sched == AA_CONTROL && c.fail.is_none())
-        .then(|| against(AA_CONTROL))
-        .flatten();
+    let control = control_cell(cs).and_then(|c| against(&c.sched));
     Some(Versus {
         peer,
         mosaic,
@@ -224,10 +225,7 @@ fn bpf_line(run: &ScenarioRun, sc: &Scenario, cs: &[Cell]) -> Option<String> {
 /// The longest wait (the shared measure) of Mosaic's cell, or of the A/A control's if that is
 /// longer: the control runs the same binary, and a wait bound holds for every run of it.
 fn mosaic_longest_wait(mo: &Cell, cs: &[Cell]) -> Option<f64> {
-    let control = cs
-        .iter()
-        .find(|c| c.sched == AA_CONTROL && c.fail.is_none())
-        .and_then(|c| c.shared_max);
+    let control = control_cell(cs).and_then(|c| c.shared_max);
     mo.shared_max.map(|m| control.map_or(m, |c| m.max(c)))
 }
 
@@ -1580,17 +1578,24 @@ mod tests {
         let cell = |sched: &str, max: Option<f64>, fail: Option<&str>| {
             wait_cell(sched, Some(1e5), max, fail)
         };
-        let mo = cell("mosaic", Some(1.3e6), None);
-        let cs = [mo.clone(), cell(AA_CONTROL, Some(2.1e6), None)];
-        assert_eq!(mosaic_longest_wait(&mo, &cs), Some(2.1e6));
-        let cs = [mo.clone(), cell(AA_CONTROL, Some(0.4e6), None)];
-        assert_eq!(mosaic_longest_wait(&mo, &cs), Some(1.3e6));
-        let cs = [mo.clone(), cell(AA_CONTROL, Some(2.1e6), Some("ejected"))];
-        assert_eq!(mosaic_longest_wait(&mo, &cs), Some(1.3e6));
+        let longest = |control: Option<Cell>| {
+            let mut cs = vec![cell("mosaic", Some(1.3e6), None)];
+            cs.extend(control);
+            mosaic_longest_wait(&cs[0], &cs)
+        };
         assert_eq!(
-            mosaic_longest_wait(&mo, std::slice::from_ref(&mo)),
+            longest(Some(cell(AA_CONTROL, Some(2.1e6), None))),
+            Some(2.1e6)
+        );
+        assert_eq!(
+            longest(Some(cell(AA_CONTROL, Some(0.4e6), None))),
             Some(1.3e6)
         );
+        assert_eq!(
+            longest(Some(cell(AA_CONTROL, Some(2.1e6), Some("ejected")))),
+            Some(1.3e6)
+        );
+        assert_eq!(longest(None), Some(1.3e6));
     }
 
     #[test]
