@@ -542,6 +542,8 @@ static s32 gate_init(void);
 static __always_inline void overload_set(void);
 /* a task waits that only a CPU of another LLC can take (the flag is up) */
 static __always_inline bool overload_up(void);
+/* a newidle balance saw no CPU queue with a waiter: lower the flag */
+static __always_inline void overload_newidle_clear(u64 now);
 /* the flag itself (overload_up() reads it) */
 extern u32 overloaded;
 /* per CPU, the shard (+1; 0: none) the scan kicked it for (steal.bpf.c) */

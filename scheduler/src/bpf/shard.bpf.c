@@ -820,7 +820,9 @@ static __always_inline bool cpu_queue_waiting(void)
  *   the root domain's overload flag first (seed 003); here the overload flag
  *   of gate.bpf.c, which a task queued behind a running one raises and the
  *   periodic scan clears when no queue holds a waiter (--no-overload-gate
- *   ignores it).
+ *   ignores it). A balance that read every CPU queue and found none to pull
+ *   from clears it too, as the kernel's balance at the root domain stores
+ *   what it saw in rd->overload (update_sd_lb_stats()).
  * - A CPU whose idle spells are short has no time to spend on balancing:
  *   its average idle time (rq->avg_idle: each spell weighs 1/8, as
  *   update_avg(); capped at twice the largest of the migration cost and its
@@ -943,8 +945,11 @@ static __always_inline s32 busiest_cpu_queue(s32 cpu, bool in_llc,
 	return best;
 }
 
-/* One domain's pass of the newidle balance: pull from its busiest queue. */
-static __always_inline bool newidle_domain_pull(s32 cpu, u32 d)
+/*
+ * One domain's pass of the newidle balance: pull from its busiest queue.
+ * *@found: whether it had one (a task waiting behind a running one).
+ */
+static __always_inline bool newidle_domain_pull(s32 cpu, u32 d, bool *found)
 {
 	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
 	u32 n;
@@ -952,6 +957,7 @@ static __always_inline bool newidle_domain_pull(s32 cpu, u32 d)
 	bool pulled;
 
 	scx_bpf_put_idle_cpumask(idle);
+	*found = busiest >= 0;
 	if (busiest < 0)
 		return false;
 	pulled = pull_from(cpu_dsq_id(busiest),
@@ -964,15 +970,22 @@ static __always_inline bool newidle_domain_pull(s32 cpu, u32 d)
 /*
  * Newidle balance (the rules above): @cpu, about to idle or running a cpu.idle
  * cgroup's task (@idle_work), pulls one task from the busiest CPU queue of its
- * LLC, else of the machine. True if one moved.
+ * LLC, else of the machine. True if one moved. A pass of every domain that
+ * found no queue to pull from read every CPU queue: it lowers the overload
+ * flag (overload_newidle_clear()).
  */
 static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work)
 {
 	struct newidle_state *st = &newidle_states[cpu_idx(cpu)];
 	u64 now = scx_bpf_now(), avg = newidle_avg_idle(st, now);
 	u64 spent = 0, t0, t1;
-	bool pulled = false;
-	u32 d;
+	bool pulled = false, found, seen = false;
+	u32 d, read = 0, all;
+
+	/* the passes that read every CPU queue */
+	all = 1 << NEWIDLE_DOM_LLC;
+	if (nr_llcs > 1)
+		all |= 1 << NEWIDLE_DOM_MACHINE;
 
 	/* the seed's design covers the LLC with its index: nothing above */
 	if (seed_runq && nr_llcs <= 1)
@@ -996,13 +1009,19 @@ static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work)
 			stat_inc(STAT_NEWIDLE_SKIPS_COST);
 			break;
 		}
-		pulled = newidle_domain_pull(cpu, d);
+		pulled = newidle_domain_pull(cpu, d, &found);
 		t1 = bpf_ktime_get_ns();
 		newidle_cost_update(st, d, t1 - t0, now);
 		spent += t1 - t0;
 		t0 = t1;
+		read |= 1 << d;
+		seen |= found;
 		if (pulled)
 			break;
 	}
+	/* every CPU queue read (the LLC's pass and the machine's), none to
+	 * pull from */
+	if (read == all && !seen)
+		overload_newidle_clear(now);
 	return pulled;
 }
