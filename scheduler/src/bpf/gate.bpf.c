@@ -15,8 +15,8 @@
  * every shard's length without locks and clears the flag if all are empty;
  * with the flag up and an idle CPU around it kicks that CPU to steal (a
  * safety net for kicks lost to races). With per-CPU queues a newidle balance
- * that read every CPU queue and found none to pull from clears it too
- * (overload_newidle_clear()). A task that merely waits for a CPU
+ * that found every CPU queue empty clears it too (overload_newidle_clear()).
+ * A task that merely waits for a CPU
  * already kicked for it does not raise the flag, as a CPU with one task does
  * not count as overloaded in the seed. Both sides write only when the value
  * changes, so a busy machine does not bounce the line. A set that races with
@@ -116,14 +116,15 @@ static __always_inline bool overload_clear(u64 now)
 }
 
 /*
- * With per-CPU queues: a newidle balance read every CPU queue and found none
- * with a task waiting behind a running one. Lower the flag, as the kernel's
- * balance at the root domain stores what it saw in rd->overload
- * (update_sd_lb_stats()); else, under partial load, the flag that one queued
- * wakeup raised stayed up until the next periodic scan and every CPU about
- * to idle scanned every queue in vain (schbench on 4llc: 4 us of BPF time in
- * each of 13,000 empty dispatches a run, TCG). A set racing with the clear
- * can be lost, as with the scan's.
+ * With per-CPU queues: a newidle balance read every CPU queue and found all
+ * empty. Lower the flag, as the kernel's balance at the root domain stores
+ * what it saw in rd->overload (update_sd_lb_stats()); else, under partial
+ * load, the flag that one queued wakeup raised stayed up until the next
+ * periodic scan and every CPU about to idle scanned every queue in vain
+ * (schbench on 4llc: 4 us of BPF time in each of 13,000 empty dispatches a
+ * run, TCG). A raise racing with the clear can be lost, as with the scan's;
+ * the scan then still wakes a CPU left idle beside its own queue's task
+ * (gate_scan()).
  */
 static __always_inline void overload_newidle_clear(u64 now)
 {
@@ -242,12 +243,22 @@ static __always_inline void note_idle_waiting(bool seen)
 	stat_max(STAT_IDLE_WAITING_MAX_US, us);
 }
 
+/* Whether the scans have seen a CPU idle beside a waiter for over one scan. */
+static __always_inline bool idle_waiting_outlived_scan(u64 now)
+{
+	u64 since = idle_waiting_since;
+
+	return since && time_before(since + overload_scan_ns / 2, now);
+}
+
 /*
  * The periodic scan: clear the flag if nobody waits. If someone waits while
  * a CPU it may run on idles and the flag is up (a kick lost to a race), wake
- * that CPU to steal. (Waking it on other occasions too, with the flag down,
- * cut the group balancer's exclusivity in tests/test_group.py below its
- * bound.) The scan never raises the flag itself: under
+ * that CPU to steal. With the flag down it wakes only a CPU that idles beside
+ * a task of its own queue for a second scan in a row (a raise lost to a race
+ * with a clear: the wait stays bounded). (Waking CPUs for shard waiters with
+ * the flag down cut the group balancer's exclusivity in tests/test_group.py
+ * below its bound.) The scan never raises the flag itself: under
  * partial load most waiters it sees are about to run, and raising the flag
  * for them would defeat the gate (ops.enqueue raises it for a task no CPU of
  * its LLC can take).
@@ -265,7 +276,8 @@ static int gate_scan(void *map, int *key, struct bpf_timer *timer)
 	llc_balance_scan(now);
 	idle = idle_cpu_for_waiter(&shard);
 	note_idle_waiting(idle >= 0);
-	if (idle >= 0 && overloaded) {
+	if (idle >= 0 &&
+	    (overloaded || (!shard && idle_waiting_outlived_scan(now)))) {
 		steal_hint[idle & (MAX_CPUS - 1)] = shard;
 		kick_claimed(idle);
 	}

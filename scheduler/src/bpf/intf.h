@@ -211,9 +211,8 @@ enum mosaic_stat {
 	STAT_OVERLOAD_NS, /* time the overload flag spent up, ns (an open spell
 			     up to the last periodic scan) */
 	STAT_OVERLOAD_NEWIDLE_CLEARS, /* per-CPU queues: a newidle balance read
-					 every CPU queue, found no task waiting
-					 behind a running one and lowered the
-					 flag */
+					 every CPU queue, found all empty and
+					 lowered the flag */
 	STAT_IDLE_WAITING_SCANS,  /* periodic scans that saw a CPU idle while a
 				     task allowed on it waited */
 	STAT_IDLE_WAITING_MAX_US, /* longest stretch of a CPU idle while a task

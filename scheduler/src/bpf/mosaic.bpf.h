@@ -616,7 +616,7 @@ static __always_inline void shard_index_sync(s32 cpu);
 /* per-CPU queues: the busiest CPU queue of @cpu's LLC or beyond it */
 static __always_inline s32 busiest_cpu_queue(s32 cpu, bool in_llc,
 					     const struct cpumask *idle,
-					     u32 *busiest_n);
+					     u32 *busiest_n, bool *any);
 /* per-CPU queues: whether a task waits on any CPU's own queue */
 static __always_inline bool cpu_queue_waiting(void);
 static __always_inline bool cpu_has_waiters(s32 cpu);

@@ -917,15 +917,17 @@ static __always_inline void newidle_cost_update(struct newidle_state *st, u32 d,
 /*
  * The CPU queue with the most waiters of @cpu's LLC (@in_llc) or outside it,
  * counting a busy CPU's running task, if it has two or more (see above); -1
- * if none. @idle is the idle mask; the count goes to *@busiest_n.
+ * if none. @idle is the idle mask; the count goes to *@busiest_n, and whether
+ * any of the queues read holds a task to *@any.
  */
 static __always_inline s32 busiest_cpu_queue(s32 cpu, bool in_llc,
 					     const struct cpumask *idle,
-					     u32 *busiest_n)
+					     u32 *busiest_n, bool *any)
 {
 	u32 llc = llc_of(cpu), i, n, best_n = 1;
 	s32 best = -1;
 
+	*any = false;
 	bpf_for (i, 0, nr_cpu_ids) {
 		if (i >= MAX_CPUS)
 			break;
@@ -934,6 +936,7 @@ static __always_inline s32 busiest_cpu_queue(s32 cpu, bool in_llc,
 		n = scx_bpf_dsq_nr_queued(cpu_dsq_id(i));
 		if (!n)
 			continue;
+		*any = true;
 		if (!bpf_cpumask_test_cpu(i, idle))
 			n++;
 		if (n > best_n) {
@@ -947,17 +950,17 @@ static __always_inline s32 busiest_cpu_queue(s32 cpu, bool in_llc,
 
 /*
  * One domain's pass of the newidle balance: pull from its busiest queue.
- * *@found: whether it had one (a task waiting behind a running one).
+ * *@any: whether any queue it read held a task.
  */
-static __always_inline bool newidle_domain_pull(s32 cpu, u32 d, bool *found)
+static __always_inline bool newidle_domain_pull(s32 cpu, u32 d, bool *any)
 {
 	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
 	u32 n;
-	s32 busiest = busiest_cpu_queue(cpu, d == NEWIDLE_DOM_LLC, idle, &n);
+	s32 busiest =
+		busiest_cpu_queue(cpu, d == NEWIDLE_DOM_LLC, idle, &n, any);
 	bool pulled;
 
 	scx_bpf_put_idle_cpumask(idle);
-	*found = busiest >= 0;
 	if (busiest < 0)
 		return false;
 	pulled = pull_from(cpu_dsq_id(busiest),
@@ -971,15 +974,16 @@ static __always_inline bool newidle_domain_pull(s32 cpu, u32 d, bool *found)
  * Newidle balance (the rules above): @cpu, about to idle or running a cpu.idle
  * cgroup's task (@idle_work), pulls one task from the busiest CPU queue of its
  * LLC, else of the machine. True if one moved. A pass of every domain that
- * found no queue to pull from read every CPU queue: it lowers the overload
- * flag (overload_newidle_clear()).
+ * found every CPU queue empty lowers the overload flag
+ * (overload_newidle_clear()): as the periodic scan, it keeps the flag up
+ * while any task waits, even one that only waits for its idle CPU to start.
  */
 static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work)
 {
 	struct newidle_state *st = &newidle_states[cpu_idx(cpu)];
 	u64 now = scx_bpf_now(), avg = newidle_avg_idle(st, now);
 	u64 spent = 0, t0, t1;
-	bool pulled = false, found, seen = false;
+	bool pulled = false, any, seen = false;
 	u32 d, read = 0, all;
 
 	/* the passes that read every CPU queue */
@@ -1009,19 +1013,19 @@ static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work)
 			stat_inc(STAT_NEWIDLE_SKIPS_COST);
 			break;
 		}
-		pulled = newidle_domain_pull(cpu, d, &found);
+		pulled = newidle_domain_pull(cpu, d, &any);
 		t1 = bpf_ktime_get_ns();
 		newidle_cost_update(st, d, t1 - t0, now);
 		spent += t1 - t0;
 		t0 = t1;
 		read |= 1 << d;
-		seen |= found;
+		seen |= any;
 		if (pulled)
 			break;
 	}
-	/* every CPU queue read (the LLC's pass and the machine's), none to
-	 * pull from */
-	if (read == all && !seen)
+	/* every other CPU queue read (the LLC's pass and the machine's) and
+	 * empty, and this CPU's own */
+	if (read == all && !seen && !scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)))
 		overload_newidle_clear(now);
 	return pulled;
 }
