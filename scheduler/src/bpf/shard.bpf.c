@@ -820,8 +820,8 @@ static __always_inline bool cpu_queue_waiting(void)
  *   the root domain's overload flag first (seed 003); here the overload flag
  *   of gate.bpf.c, which a task queued behind a running one raises and the
  *   periodic scan clears when no queue holds a waiter (--no-overload-gate
- *   ignores it). A balance that read every CPU queue and found none to pull
- *   from clears it too, as the kernel's balance at the root domain stores
+ *   ignores it). A balance that read every CPU queue and found them all
+ *   empty clears it too, as the kernel's balance at the root domain stores
  *   what it saw in rd->overload (update_sd_lb_stats()).
  * - A CPU whose idle spells are short has no time to spend on balancing:
  *   its average idle time (rq->avg_idle: each spell weighs 1/8, as
