@@ -1050,8 +1050,8 @@ fn why_section(md: &mut String, outcomes: &[Result<Outcome>]) -> Result<()> {
          by its clock. The baseline is Mosaic with the mechanism off, not CFS. Seed 000's is Mosaic's \
          model of CFS's newidle and periodic balance (`{}`: per-CPU queues; a CPU about to idle \
          pulls from the busiest queue of its LLC, then of the machine, only while the overload flag \
-         is up (a balance that read every queue and found none to pull from lowers it), its average idle time is at least the migration cost and a domain's last balance \
-         cost less than that idle time; a busy CPU balances its LLC periodically by weighted load \
+         is up (a balance that found every queue empty lowers it), its average idle time is at \
+         least the migration cost and a domain's last balance cost less than that idle time; a busy CPU balances its LLC periodically by weighted load \
          averaged over the periodic scans, and busy LLCs by weighted load): the kernel's gates and \
          its periodic balance's rules for overloaded groups, but a count of queued tasks for \
          newidle's busiest queue, a share average folded every scan for PELT, and no group \

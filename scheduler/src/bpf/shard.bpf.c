@@ -984,12 +984,7 @@ static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work)
 	u64 now = scx_bpf_now(), avg = newidle_avg_idle(st, now);
 	u64 spent = 0, t0, t1;
 	bool pulled = false, any, seen = false;
-	u32 d, read = 0, all;
-
-	/* the passes that read every CPU queue */
-	all = 1 << NEWIDLE_DOM_LLC;
-	if (nr_llcs > 1)
-		all |= 1 << NEWIDLE_DOM_MACHINE;
+	u32 d, read = 0;
 
 	/* the seed's design covers the LLC with its index: nothing above */
 	if (seed_runq && nr_llcs <= 1)
@@ -1023,9 +1018,11 @@ static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work)
 		if (pulled)
 			break;
 	}
-	/* every other CPU queue read (the LLC's pass and the machine's) and
-	 * empty, and this CPU's own */
-	if (read == all && !seen && !scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)))
+	/* every other CPU queue read (the LLC's pass, and the machine's if
+	 * there are other LLCs) and empty, and this CPU's own */
+	if (!seen && (read & 1 << NEWIDLE_DOM_LLC) &&
+	    (nr_llcs <= 1 || (read & 1 << NEWIDLE_DOM_MACHINE)) &&
+	    !scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)))
 		overload_newidle_clear(now);
 	return pulled;
 }
