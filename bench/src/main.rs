@@ -233,16 +233,21 @@ fn peer_root() -> PathBuf {
     cache_dir().join("peers")
 }
 
-/// Build the missing peers among `scheds` with cargo install into the cache; return those
-/// that could not be built, with the reason.
+/// Build the peers among `scheds` that are missing from the cache, or there at another version
+/// than suite::PEER_VERSIONS pins, with cargo install; return those that could not be built,
+/// with the reason.
 fn ensure_peers(scheds: &[&Sched]) -> Result<Vec<Skipped>> {
     let root = peer_root();
     let mut skipped = Vec::new();
+    let toml = std::fs::read_to_string(root.join(".crates.toml")).unwrap_or_default();
     for s in scheds {
         let Some(krate) = s.peer_crate() else {
             continue;
         };
-        if root.join("bin").join(krate).exists() {
+        let pin = suite::peer_pin(krate).with_context(|| format!("{krate}: no pinned version"))?;
+        if root.join("bin").join(krate).exists()
+            && installed_version(&toml, krate).as_deref() == Some(pin)
+        {
             continue;
         }
         std::fs::create_dir_all(&root)?;
@@ -253,9 +258,9 @@ fn ensure_peers(scheds: &[&Sched]) -> Result<Vec<Skipped>> {
         );
         let f = std::fs::File::create(&log)?;
         let ok = Command::new("cargo")
-            .args(["install", "--locked", "--root"])
+            .args(["install", "--locked", "--force", "--root"])
             .arg(&root)
-            .arg(krate)
+            .arg(format!("{krate}@{pin}"))
             .env(
                 "BPF_CLANG",
                 std::env::var("BPF_CLANG").unwrap_or_else(|_| "clang-19".into()),

@@ -360,7 +360,7 @@ pub enum Kind {
     Kernel,
     /// scx_mosaic with these extra flags.
     Mosaic(&'static str),
-    /// A peer scheduler built from its crate (binary name).
+    /// A peer scheduler built from its crate (binary name) at the version PEER_VERSIONS pins.
     Peer(&'static str),
 }
 
@@ -524,6 +524,26 @@ pub static SCHEDS: &[Sched] = &[
     },
 ];
 
+/// The crates.io version each peer is built at: pinned, so that a matrix spread over several
+/// machines (a boot's results merge into the page only with the same schedulers' builds, and
+/// the VM runs too long to redo the whole page at once) builds the same peers every time.
+pub const PEER_VERSIONS: &[(&str, &str)] = &[
+    ("scx_p2dq", "1.1.4"),
+    ("scx_cosmos", "1.1.7"),
+    ("scx_flash", "1.1.4"),
+    ("scx_bpfland", "1.1.4"),
+    ("scx_rusty", "1.1.4"),
+    ("scx_lavd", "1.1.4"),
+];
+
+/// The version PEER_VERSIONS pins for peer crate @krate.
+pub fn peer_pin(krate: &str) -> Option<&'static str> {
+    PEER_VERSIONS
+        .iter()
+        .find(|(k, _)| *k == krate)
+        .map(|(_, v)| *v)
+}
+
 pub fn sched(label: &str) -> Option<&'static Sched> {
     SCHEDS.iter().find(|s| s.label == label)
 }
@@ -549,6 +569,17 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_peer_has_a_pinned_version() {
+        for s in SCHEDS {
+            if let Some(k) = s.peer_crate() {
+                assert!(peer_pin(k).is_some(), "{k} has no pinned version");
+            }
+        }
+        assert_eq!(peer_pin("scx_cosmos"), Some("1.1.7"));
+        assert_eq!(peer_pin("scx_nonesuch"), None);
+    }
 
     #[test]
     fn parsers_read_the_tools_output() {
