@@ -104,11 +104,16 @@ sim-vm-counters: build
 # interleaved in one VM boot per scenario, vs EEVDF and sched_ext peers (built once into the
 # cache). SCENARIO=name runs one scenario (merged into the report); FULL=1 runs the matrix
 # (7 scenarios x 4 topologies), resuming: cells this binary already measured are kept;
-# BOOTS=2 gives every cell a second boot, pooled.
+# BOOTS=2 gives every cell a second boot, pooled. AT=commit measures scx_mosaic built at that
+# commit (scripts/bench-binary), so that a matrix cut short resumes after later commits.
 .PHONY: bench
 bench: build
 	@scripts/install-deps bench
-	target/release/mosaic-bench run --doc docs/benchmarks.md --readme README.md $(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(FULL),--full) $(if $(BOOTS),--boots $(BOOTS))
+	if [ -n "$(AT)" ]; then bin=$$(scripts/bench-binary $(AT)) || exit 1; export MOSAIC_BIN=$$bin \
+		MOSAIC_BUILD="built at $$(git rev-parse --short=7 $(AT)) (scripts/bench-binary)"; fi; \
+	target/release/mosaic-bench run \
+		--doc docs/benchmarks.md --readme README.md $(if $(SCENARIO),--scenario $(SCENARIO)) \
+		$(if $(FULL),--full) $(if $(BOOTS),--boots $(BOOTS))
 
 # Survival under a 2 s watchdog (SCX_TIMEOUT_MS=2000): hackbench -g 4 -l 200 with scx_mosaic
 # and scx_p2dq interleaved, 3 rounds on each multi-LLC preset (4-6 min under TCG); the
