@@ -105,14 +105,18 @@ sim-vm-counters: build
 # cache). SCENARIO=name runs one scenario (merged into the report); FULL=1 runs the matrix
 # (7 scenarios x 4 topologies), resuming: cells this binary already measured are kept;
 # BOOTS=2 gives every cell a second boot, pooled. AT=commit measures scx_mosaic built at that
-# commit (scripts/bench-binary), so that a matrix cut short resumes after later commits.
+# commit (scripts/bench-binary), so that a matrix cut short resumes after later commits;
+# DOC=path writes another page than docs/benchmarks.md (results, plots in bench/ beside it),
+# without the README's summary: a matrix being re-measured (docs/bench/next) until it is whole.
+DOC ?= docs/benchmarks.md
 .PHONY: bench
 bench: build
 	@scripts/install-deps bench
 	if [ -n "$(AT)" ]; then bin=$$(scripts/bench-binary $(AT)) || exit 1; export MOSAIC_BIN=$$bin \
 		MOSAIC_BUILD="built at $$(git rev-parse --short=7 $(AT)) (scripts/bench-binary)"; fi; \
 	target/release/mosaic-bench run \
-		--doc docs/benchmarks.md --readme README.md $(if $(SCENARIO),--scenario $(SCENARIO)) \
+		--doc $(DOC) $(if $(filter docs/benchmarks.md,$(DOC)),--readme README.md) \
+		$(if $(SCENARIO),--scenario $(SCENARIO)) \
 		$(if $(FULL),--full) $(if $(BOOTS),--boots $(BOOTS))
 
 # Survival under a 2 s watchdog (SCX_TIMEOUT_MS=2000): hackbench -g 4 -l 200 with scx_mosaic
