@@ -123,7 +123,7 @@ const RATIOS: &[Ratio] = &[
         name: "time overloaded / workload time",
         num: &["overload_ns"],
         den: &[&["@wall_ns"]],
-        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: the pair's sync wakeups raise no flag, so the VM's spells inside the window are something else queued behind the pair now and then: the guest's own tasks (see the window's paragraph), whose model in the simulator wakes them where they find an idle CPU, or the program's own start; not found",
+        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: the pair's sync wakeups raise no flag, so the VM's spells inside the window are something else queued behind the pair now and then: the guest's own tasks (see the window's paragraph), whose model in the simulator wakes them where they find an idle CPU, or the program's own start",
     },
 ];
 
@@ -340,6 +340,8 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     let mut compared_tcg: Vec<Cell> = Vec::new();
     // wall times: (workload, preset, VM median, hardware model, host-thread model)
     let mut walls: Vec<(String, String, f64, f64, f64)> = Vec::new();
+    // the host-thread model's BACKGROUND_PROBE runs, every preset's
+    let mut probe_tcg: Vec<Value> = Vec::new();
     // the VM against itself, per cell the hardware model found non-trivial:
     // the median of its odd rounds and that of its even rounds
     let mut halves: Vec<(f64, f64)> = Vec::new();
@@ -373,6 +375,9 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
                 median_workload_time(&tcg),
             ) {
                 walls.push((name.clone(), preset.clone(), v, h, t));
+            }
+            if name == BACKGROUND_PROBE {
+                probe_tcg.extend(tcg.iter().cloned());
             }
             sims.push((hw, tcg));
         }
@@ -470,11 +475,16 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
             .filter(|c| c.0 == r.name && c.5 == Class::NonTrivial && !agrees_relative(c.3, c.4))
             .filter(|c| c.4 < c.3)
             .count();
-        let why = if r.why.is_empty() {
-            "not explained yet"
+        let mut why = if r.why.is_empty() {
+            "not explained yet".to_string()
         } else {
-            r.why
+            r.why.to_string()
         };
+        if r.num == ["overload_ns"] {
+            if let Some(note) = spell_note(presets, &probe_tcg) {
+                why += &format!(". {note}");
+            }
+        }
         writeln!(
             md,
             "- **{}**: {} non-trivial cell(s) off on the hardware model, the simulator lower in \
@@ -485,6 +495,80 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         )?;
     }
     Ok(())
+}
+
+/// How the overload flag's spells end in BACKGROUND_PROBE's windows: in the
+/// VM (@presets' runs) and on the host-thread model (@tcg, its runs of every
+/// preset); None without VM windows of it.
+fn spell_note(presets: &serde_json::Map<String, Value>, tcg: &[Value]) -> Option<String> {
+    let wins: Vec<&Value> = presets
+        .values()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter(|x| x["workload"] == BACKGROUND_PROBE && x["window"].is_object())
+        .map(|x| &x["window"])
+        .collect();
+    // per window with a rise: (rises, mean spell ns, all lowered by a newidle balance)
+    let spells = |cs: &[&Value]| -> Vec<(f64, f64, bool)> {
+        cs.iter()
+            .map(|c| {
+                let sets = get(c, "overload_sets", 0.0);
+                let clears = get(c, "overload_newidle_clears", 0.0);
+                (
+                    sets,
+                    get(c, "overload_ns", 0.0) / sets.max(1.0),
+                    clears >= sets,
+                )
+            })
+            .filter(|s| s.0 > 0.0)
+            .collect()
+    };
+    let vm = spells(&wins);
+    let empties: Vec<f64> = presets
+        .values()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter(|x| x["workload"] == BACKGROUND_PROBE && x["window"].is_object())
+        .filter_map(|x| {
+            let wall = x["wall_s"].as_f64().filter(|w| *w > 0.0)?;
+            Some(get(&x["window"], "dispatch_empty", 0.0) / wall)
+        })
+        .collect();
+    let tcg_counters: Vec<&Value> = tcg.iter().map(|r| &r["counters"]).collect();
+    let sim = spells(&tcg_counters);
+    let vm_spell = median(vm.iter().map(|s| s.1).collect())?;
+    let by_newidle = vm.iter().filter(|s| s.2).count();
+    let rate = median(empties)?;
+    let sim_part = match median(sim.iter().map(|s| s.1).collect()) {
+        Some(t) => format!(
+            "On the host-thread model the flag rose in {} of its {} runs and a spell lasted \
+             {:.0} µs: the first balance after the queued task ran lowers it",
+            sim.len(),
+            tcg.len(),
+            t / 1e3
+        ),
+        None => format!(
+            "On the host-thread model the flag never rose in its {} runs",
+            tcg.len()
+        ),
+    };
+    Some(format!(
+        "In the VM's {BACKGROUND_PROBE} windows the flag rose in {} of {} and a spell lasted \
+         {:.1} ms (overload_ns / overload_sets, median); in {} of those {} every spell was \
+         lowered by a newidle balance, which a CPU makes when it finds nothing to run, \
+         {:.0} times a second there (empty dispatches, median); a spell that waited for the \
+         next one would last {:.1}–{:.1} ms (half their mean gap if evenly spaced, the whole \
+         gap if at random). {sim_part}. \
+         What keeps the VM's CPUs from idling just after the queued task ran is not found",
+        vm.len(),
+        wins.len(),
+        vm_spell / 1e6,
+        by_newidle,
+        vm.len(),
+        rate,
+        500.0 / rate.max(1e-9),
+        1000.0 / rate.max(1e-9),
+    ))
 }
 
 /// The guest's own tasks during the workload as the simulator runs them
@@ -1116,6 +1200,38 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("hackbench: 1 % (1–1 %) of its wakeups"), "{s}");
+    }
+
+    #[test]
+    fn the_spell_note_says_how_the_vm_s_and_the_model_s_spells_end() {
+        let win = |sets: u64, ns: u64, clears: u64| {
+            json!({"workload": "pipe", "wall_s": 0.5,
+                   "window": {"overload_sets": sets, "overload_ns": ns,
+                              "overload_newidle_clears": clears, "dispatch_empty": 50}})
+        };
+        let mut presets = serde_json::Map::new();
+        presets.insert(
+            "2node".into(),
+            json!([win(2, 10_000_000, 2), win(4, 8_000_000, 3), win(0, 0, 0)]),
+        );
+        let tcg = vec![
+            json!({"counters": {"overload_sets": 2, "overload_ns": 160_000}}),
+            json!({"counters": {"overload_sets": 0, "overload_ns": 0}}),
+        ];
+        let s = spell_note(&presets, &tcg).unwrap();
+        // spells of 5 and 2 ms: median 3.5; the first window's lowered by newidle alone
+        assert!(
+            s.contains("rose in 2 of 3 and a spell lasted 3.5 ms"),
+            "{s}"
+        );
+        assert!(s.contains("in 1 of those 2 every spell"), "{s}");
+        assert!(s.contains("100 times a second"), "{s}");
+        assert!(
+            s.contains("rose in 1 of its 2 runs and a spell lasted 80 µs"),
+            "{s}"
+        );
+        assert!(s.contains("would last 5.0–10.0 ms"), "{s}");
+        assert_eq!(spell_note(&serde_json::Map::new(), &tcg), None);
     }
 
     #[test]
