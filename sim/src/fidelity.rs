@@ -501,13 +501,14 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
 /// VM (@presets' runs) and on the host-thread model (@tcg, its runs of every
 /// preset); None without VM windows of it.
 fn spell_note(presets: &serde_json::Map<String, Value>, tcg: &[Value]) -> Option<String> {
-    let wins: Vec<&Value> = presets
+    // the VM's runs of it that have a window
+    let runs: Vec<&Value> = presets
         .values()
         .filter_map(Value::as_array)
         .flatten()
         .filter(|x| x["workload"] == BACKGROUND_PROBE && x["window"].is_object())
-        .map(|x| &x["window"])
         .collect();
+    let wins: Vec<&Value> = runs.iter().map(|x| &x["window"]).collect();
     // per window with a rise: (rises, mean spell ns, all lowered by a newidle balance)
     let spells = |cs: &[&Value]| -> Vec<(f64, f64, bool)> {
         cs.iter()
@@ -524,11 +525,8 @@ fn spell_note(presets: &serde_json::Map<String, Value>, tcg: &[Value]) -> Option
             .collect()
     };
     let vm = spells(&wins);
-    let empties: Vec<f64> = presets
-        .values()
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter(|x| x["workload"] == BACKGROUND_PROBE && x["window"].is_object())
+    let empties: Vec<f64> = runs
+        .iter()
         .filter_map(|x| {
             let wall = x["wall_s"].as_f64().filter(|w| *w > 0.0)?;
             Some(get(&x["window"], "dispatch_empty", 0.0) / wall)
