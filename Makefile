@@ -107,7 +107,7 @@ sim-vm-counters: build
 # BOOTS=2 gives every cell a second boot, pooled. AT=commit measures scx_mosaic built at that
 # commit (scripts/bench-binary), so that a matrix cut short resumes after later commits;
 # DOC=path writes another page than docs/benchmarks.md (results, plots in bench/ beside it),
-# without the README's summary: a matrix being re-measured (docs/bench/next) until it is whole.
+# without the README's summary: a matrix being re-measured until it is whole.
 DOC ?= docs/benchmarks.md
 .PHONY: bench
 bench: build
