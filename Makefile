@@ -94,8 +94,8 @@ sim-verdicts:
 	cargo test --release -p mosaic-sim --test report_verdicts -- --ignored --nocapture
 
 # scx_mosaic's counters in the VM presets the simulator models -> docs/sim-vm-counters.json,
-# which sim-report puts next to the simulator's (boots 4 VMs, 7 rounds per cell: 10 min on the
-# 2-core TCG host, more when it is loaded).
+# which sim-report puts next to the simulator's (boots 4 VMs, 7 rounds per cell: 13-15 min on the
+# 2-core TCG host). Each run adds a series; series of the same scheduler build are pooled.
 .PHONY: sim-vm-counters
 sim-vm-counters: build
 	scripts/sim-vm-counters

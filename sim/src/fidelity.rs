@@ -56,6 +56,10 @@ const STEALS: &[&str] = &["steal_pulls_node", "steal_pulls_remote"];
 /// (perf bench sched pipe: wake_sync): what else the scheduler counts in its
 /// window is the guest's own tasks', not the workload's.
 const BACKGROUND_PROBE: &str = "pipe";
+/// The harness alone (scripts/sim-vm-counters' null workload, `true`): its
+/// window holds what every window holds besides its workload, the stats
+/// clients that open and close it.
+const HARNESS_PROBE: &str = "null";
 /// The preset whose BACKGROUND_PROBE windows give the background's rates
 /// (its pipe cells are all trivial, so the fit decides no compared cell
 /// there); every other cell tests them.
@@ -123,7 +127,7 @@ const RATIOS: &[Ratio] = &[
         name: "time overloaded / workload time",
         num: &["overload_ns"],
         den: &[&["@wall_ns"]],
-        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: the pair's sync wakeups raise no flag, so the VM's spells inside the window are something else queued behind the pair now and then: the guest's own tasks (see the window's paragraph), whose model in the simulator wakes them where they find an idle CPU, or the program's own start",
+        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: the pair's sync wakeups raise no flag. A trace of the VM's pipe windows (ftrace's sched events beside the flag's rises and falls, printed by a diagnostic build of the same BPF) puts most of the spells' time at the window's two ends: a per-CPU kernel thread (ksoftirqd, a kworker) woken on the CPU of a task that runs on for milliseconds, perf's main thread as it starts the pair or the harness's stats client after it, waits there behind it, and the flag falls at the next balance after it ran. The simulator's pipe begins with the pair and has neither that start nor the harness, so its flag rises only when its background's per-CPU thread wakes beside the pair",
     },
 ];
 
@@ -156,6 +160,163 @@ fn median(v: Vec<f64>) -> Option<f64> {
 /// simulated median over the SEEDS seeds, its class, and the simulated
 /// (min, max) over those seeds.
 type Cell<'a> = (&'a str, String, String, f64, f64, Class, (f64, f64));
+/// A non-trivial cell's VM medians per series: (ratio, preset, workload,
+/// the VM's pooled median, the hardware model's, one median per series).
+type SeriesCell<'a> = (&'a str, String, String, f64, f64, Vec<f64>);
+
+/// One boot series of VM counters (scripts/sim-vm-counters): one boot per
+/// preset, all on the same scheduler build.
+struct Series {
+    commit: String,
+    date: String,
+    /// the scheduler build (`scx_mosaic --version`'s commit)
+    scheduler: String,
+    accelerator: String,
+    rounds: u64,
+}
+
+/// The series of the VM counters file @vm and their runs pooled per preset,
+/// each run marked with its series' index ("series"). A file from before
+/// series holds one at its top level.
+fn pool_series(vm: &Value) -> Result<(Vec<Series>, serde_json::Map<String, Value>)> {
+    let listed: Vec<&Value> = match vm["series"].as_array() {
+        Some(a) => a.iter().collect(),
+        None => vec![vm],
+    };
+    let mut series = Vec::new();
+    let mut presets = serde_json::Map::new();
+    for (at, x) in listed.iter().enumerate() {
+        let text = |k: &str| x[k].as_str().unwrap_or("?").to_string();
+        series.push(Series {
+            commit: text("commit"),
+            date: text("date"),
+            scheduler: text("scheduler"),
+            accelerator: text("accelerator"),
+            rounds: x["rounds"].as_u64().unwrap_or(0),
+        });
+        for (preset, runs) in x["presets"].as_object().context("no presets")? {
+            let pooled = presets
+                .entry(preset.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            for run in runs.as_array().context("runs")? {
+                let mut run = run.clone();
+                run["series"] = Value::from(at);
+                pooled.as_array_mut().context("runs")?.push(run);
+            }
+        }
+    }
+    if series.is_empty() {
+        anyhow::bail!("no series of VM counters");
+    }
+    Ok((series, presets))
+}
+
+/// The series as the section's first paragraph names them.
+fn series_list(series: &[Series]) -> String {
+    let each: Vec<String> = series
+        .iter()
+        .map(|x| format!("commit {}, {}, {} rounds", x.commit, x.date, x.rounds))
+        .collect();
+    let builds: std::collections::BTreeSet<&str> =
+        series.iter().map(|x| x.scheduler.as_str()).collect();
+    format!(
+        "{} series, one boot per preset each, pooled ({}), scheduler build {}",
+        series.len(),
+        each.join("; "),
+        builds.into_iter().collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// The paragraph that holds the VM's series against each other: each
+/// series' speed (its median wall time of the first workload over the
+/// presets) and, on @cells (non-trivial ones), how many keep every series'
+/// median within TOLERANCE of the median of the other series' medians, and
+/// how many of the simulator's cells off lie within TOLERANCE of some
+/// series' median. None with one series.
+fn between_series(
+    series: &[Series],
+    presets: &serde_json::Map<String, Value>,
+    workloads: &serde_json::Map<String, Value>,
+    cells: &[SeriesCell],
+) -> Option<String> {
+    if series.len() < 2 || cells.is_empty() {
+        return None;
+    }
+    let first = workloads.keys().next()?;
+    let speeds: Vec<String> = (0..series.len())
+        .map(|at| {
+            let walls: Vec<f64> = presets
+                .values()
+                .filter_map(Value::as_array)
+                .flatten()
+                .filter(|x| x["workload"] == first.as_str() && x["series"] == at)
+                .filter_map(|x| x["wall_s"].as_f64())
+                .collect();
+            match median(walls) {
+                Some(w) => format!("{w:.2} s ({})", series[at].commit),
+                None => format!("– ({})", series[at].commit),
+            }
+        })
+        .collect();
+    let others = |meds: &[f64], i: usize| {
+        median(
+            meds.iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, &v)| v)
+                .collect(),
+        )
+    };
+    let steady = |meds: &[f64]| {
+        (0..meds.len()).all(|i| others(meds, i).is_some_and(|o| agrees_relative(o, meds[i])))
+    };
+    let kept = cells.iter().filter(|c| steady(&c.5)).count();
+    let mut moved: Vec<(f64, String)> = cells
+        .iter()
+        .filter(|c| !steady(&c.5))
+        .map(|c| {
+            let (lo, hi) = span(&c.5);
+            (
+                hi / lo.max(1e-12),
+                format!("{} {} {}: {lo:.3}–{hi:.3}", c.1, c.2, c.0),
+            )
+        })
+        .collect();
+    moved.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let off: Vec<&SeriesCell> = cells
+        .iter()
+        .filter(|c| !agrees_relative(c.3, c.4))
+        .collect();
+    let near_one = off
+        .iter()
+        .filter(|c| c.5.iter().any(|&m| agrees_relative(m, c.4)))
+        .count();
+    Some(format!(
+        "**The VM between its boots.** The {n} series ran the same scheduler build at their own \
+         TCG speed ({first}'s median wall time over the presets: {}). Each series' median \
+         against the median of the other series', by the same ±{:.0} % rule: on {kept} of the \
+         {} non-trivial cells every series agrees ({:.0} %); the widest moves between series \
+         (min–max of the series' medians): {}. Of the {} cells the hardware model has off the \
+         pooled median, {near_one} are within ±{:.0} % of one series' median.",
+        speeds.join(", "),
+        TOLERANCE * 100.0,
+        cells.len(),
+        kept as f64 * 100.0 / cells.len() as f64,
+        if moved.is_empty() {
+            "none".to_string()
+        } else {
+            moved
+                .iter()
+                .take(4)
+                .map(|m| m.1.clone())
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+        off.len(),
+        TOLERANCE * 100.0,
+        n = series.len(),
+    ))
+}
 
 /// Values this close to 0 or 1 count as exactly that for the classes.
 const EXACT: f64 = 0.0005;
@@ -292,18 +453,19 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     };
     let vm: Value = serde_json::from_str(&text).with_context(|| path.display().to_string())?;
     let workloads = vm["workloads"].as_object().context("no workloads")?;
-    let presets = vm["presets"].as_object().context("no presets")?;
+    let (series, mut presets) = pool_series(&vm)?;
+    let harness = subtract_harness(&mut presets);
+    let presets = &presets;
     let j = crate::report::STEP_JITTER;
     writeln!(
         md,
         "scx_mosaic's counters over each bench workload in the VM, its window alone (the stats just \
-         after the workload less just before; below) (`{}`, commit {}, {}, {} rounds; \
-         {}: TCG models no caches and runs the vCPUs in turn on one host thread, so the VM side is \
-         noisy) against the simulator running the same BPF on the same preset, a guest \
+         after the workload less just before; below) (`{}`: {}; {}: TCG models no caches and \
+         runs the vCPUs in turn on one host thread, so the VM side is noisy) against the simulator running the same BPF on the same preset, a guest \
          there too (`--same-rq-pull`'s auto is on), {SEEDS} times per cell (RNG seeds \
          {seed}–{}, each step's CPU time scaled by a factor drawn in [1 − {j}, 1 + {j}] as in \
          the seed rows). Each cell is \
-         a ratio of counters: VM median (min–max over the rounds) | simulated on the hardware model | \
+         a ratio of counters: VM median over every series' rounds (min–max over them) | simulated on the hardware model | \
          simulated on the model of the VM's host thread (TCG sim, below); a simulated cell is the \
          median over the seeds (min–max over them). A cell is trivial \
          when both sides are 0 (0/0) or both 1 (1/1), or when the VM's share is under {ABS_FLOOR} \
@@ -312,10 +474,14 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
          counts: the simulator's programs are behavioural models, so their event counts differ by \
          design. Workloads (VM → simulator): {}.\n",
         path.display(),
-        vm["commit"].as_str().unwrap_or("?"),
-        vm["date"].as_str().unwrap_or("?"),
-        vm["rounds"],
-        vm["accelerator"].as_str().unwrap_or("?"),
+        series_list(&series),
+        series
+            .iter()
+            .map(|x| x.accelerator.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", "),
         seed + SEEDS - 1,
         TOLERANCE * 100.0,
         workloads
@@ -345,6 +511,9 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     // the VM against itself, per cell the hardware model found non-trivial:
     // the median of its odd rounds and that of its even rounds
     let mut halves: Vec<(f64, f64)> = Vec::new();
+    // the same cells' medians per series, beside the pooled VM median and the
+    // hardware model's: (ratio, preset, workload, VM, simulated, per series)
+    let mut per_series: Vec<SeriesCell> = Vec::new();
     for (preset, runs) in presets {
         let runs = runs.as_array().context("runs")?;
         write!(md, "### `{preset}`\n\n| ratio |")?;
@@ -384,17 +553,18 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         for r in RATIOS {
             write!(md, "| {} |", r.name)?;
             for ((name, _), (hw, tcg)) in workloads.iter().zip(&sims) {
-                // the VM's ratio per round: (round, ratio)
-                let vm_rounds: Vec<(u64, f64)> = runs
+                // the VM's ratio per round: (series, round, ratio)
+                let vm_rounds: Vec<(usize, u64, f64)> = runs
                     .iter()
                     .filter(|x| x["workload"] == name.as_str())
                     .filter_map(|x| {
                         let wall_ns = x["wall_s"].as_f64().unwrap_or(0.0) * 1e9;
                         let round = x["round"].as_u64().unwrap_or(0);
-                        ratio(r, vm_counters(x), wall_ns).map(|v| (round, v))
+                        let at = x["series"].as_u64().unwrap_or(0) as usize;
+                        ratio(r, vm_counters(x), wall_ns).map(|v| (at, round, v))
                     })
                     .collect();
-                let vm_vals: Vec<f64> = vm_rounds.iter().map(|&(_, v)| v).collect();
+                let vm_vals: Vec<f64> = vm_rounds.iter().map(|&(_, _, v)| v).collect();
                 let (lo, hi) = span(&vm_vals);
                 let vm_med = median(vm_vals);
                 let vm_cell = match vm_med {
@@ -408,15 +578,28 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
                         median(
                             vm_rounds
                                 .iter()
-                                .filter(|&&(n, _)| (n % 2 == 1) == odd)
-                                .map(|&(_, v)| v)
+                                .filter(|&&(_, n, _)| (n % 2 == 1) == odd)
+                                .map(|&(_, _, v)| v)
                                 .collect(),
                         )
                     };
-                    if let (Class::NonTrivial, Some(a), Some(b)) =
-                        (classify(v, s), half(true), half(false))
-                    {
-                        halves.push((a, b));
+                    if classify(v, s) == Class::NonTrivial {
+                        if let (Some(a), Some(b)) = (half(true), half(false)) {
+                            halves.push((a, b));
+                        }
+                        let of = |at: usize| {
+                            median(
+                                vm_rounds
+                                    .iter()
+                                    .filter(|&&(k, _, _)| k == at)
+                                    .map(|&(_, _, v)| v)
+                                    .collect(),
+                            )
+                        };
+                        let meds: Vec<f64> = (0..series.len()).filter_map(of).collect();
+                        if meds.len() >= 2 {
+                            per_series.push((r.name, preset.clone(), name.clone(), v, s, meds));
+                        }
                     }
                 }
                 let models = [
@@ -439,8 +622,11 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         md,
         "{} {}\n",
         cell_summary(&compared),
-        vm_self_agreement(&halves, vm["rounds"].as_u64().unwrap_or(0))
+        vm_self_agreement(&halves)
     )?;
+    if let Some(note) = between_series(&series, presets, workloads, &per_series) {
+        writeln!(md, "{note}\n")?;
+    }
     writeln!(
         md,
         "{}\n",
@@ -449,7 +635,10 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     if let Some(note) = window_note(presets, workloads, bg.as_ref()) {
         writeln!(md, "{note}\n")?;
     }
-    let vm_commit = vm["commit"].as_str().unwrap_or("");
+    if let Some(note) = harness_note(&harness) {
+        writeln!(md, "{note}\n")?;
+    }
+    let vm_commit = series.last().map(|x| x.commit.as_str()).unwrap_or("");
     let since = scheduler_commits_since(vm_commit);
     if !since.is_empty() {
         writeln!(
@@ -508,7 +697,7 @@ fn spell_note(presets: &serde_json::Map<String, Value>, tcg: &[Value]) -> Option
         .flatten()
         .filter(|x| x["workload"] == BACKGROUND_PROBE && x["window"].is_object())
         .collect();
-    let wins: Vec<&Value> = runs.iter().map(|x| &x["window"]).collect();
+    let wins: Vec<&Value> = runs.iter().map(|x| raw_window(x)).collect();
     // per window with a rise: (rises, mean spell ns, all lowered by a newidle balance)
     let spells = |cs: &[&Value]| -> Vec<(f64, f64, bool)> {
         cs.iter()
@@ -529,7 +718,7 @@ fn spell_note(presets: &serde_json::Map<String, Value>, tcg: &[Value]) -> Option
         .iter()
         .filter_map(|x| {
             let wall = x["wall_s"].as_f64().filter(|w| *w > 0.0)?;
-            Some(get(&x["window"], "dispatch_empty", 0.0) / wall)
+            Some(get(raw_window(x), "dispatch_empty", 0.0) / wall)
         })
         .collect();
     let tcg_counters: Vec<&Value> = tcg.iter().map(|r| &r["counters"]).collect();
@@ -556,8 +745,7 @@ fn spell_note(presets: &serde_json::Map<String, Value>, tcg: &[Value]) -> Option
          lowered by a newidle balance, which a CPU makes when it finds nothing to run, \
          {:.0} times a second there (empty dispatches, median); a spell that waited for the \
          next one would last {:.1}–{:.1} ms (half their mean gap if evenly spaced, the whole \
-         gap if at random). {sim_part}. \
-         What keeps the VM's CPUs from idling just after the queued task ran is not found",
+         gap if at random). {sim_part}",
         vm.len(),
         wins.len(),
         vm_spell / 1e6,
@@ -648,6 +836,118 @@ fn sum(c: &Value, keys: &[&str]) -> f64 {
     keys.iter().map(|k| get(c, k, 0.0)).sum()
 }
 
+/// VM run @x's window as the VM counted it, before subtract_harness().
+fn raw_window(x: &Value) -> &Value {
+    match &x["window_raw"] {
+        w @ Value::Object(_) => w,
+        _ => &x["window"],
+    }
+}
+
+/// What the harness's windows counted on one preset: its runs, and the
+/// median of each counter over them.
+struct Harness {
+    preset: String,
+    runs: usize,
+    median: serde_json::Map<String, Value>,
+}
+
+/// Takes the harness out of every window of @presets: per preset, the median
+/// of each counter over its HARNESS_PROBE windows is subtracted from every
+/// other run's window (floored at 0; the VM's count kept as `window_raw`),
+/// and the probe's runs leave the list. The harness's medians, per preset
+/// that ran it.
+fn subtract_harness(presets: &mut serde_json::Map<String, Value>) -> Vec<Harness> {
+    let mut out = Vec::new();
+    for (preset, runs) in presets.iter_mut() {
+        let Some(runs) = runs.as_array_mut() else {
+            continue;
+        };
+        let (probe, rest): (Vec<Value>, Vec<Value>) = std::mem::take(runs)
+            .into_iter()
+            .partition(|x| x["workload"] == HARNESS_PROBE);
+        *runs = rest;
+        let wins: Vec<&serde_json::Map<String, Value>> = probe
+            .iter()
+            .filter_map(|x| x["window"].as_object())
+            .collect();
+        if wins.is_empty() {
+            continue;
+        }
+        let keys: std::collections::BTreeSet<&String> =
+            wins.iter().flat_map(|w| w.keys()).collect();
+        let med: serde_json::Map<String, Value> = keys
+            .into_iter()
+            .filter_map(|k| {
+                let v: Vec<f64> = wins
+                    .iter()
+                    .map(|w| w.get(k).and_then(Value::as_f64).unwrap_or(0.0))
+                    .collect();
+                median(v).map(|m| (k.clone(), Value::from(m)))
+            })
+            .collect();
+        for x in runs.iter_mut() {
+            let Some(w) = x["window"].as_object().cloned() else {
+                continue;
+            };
+            let net: serde_json::Map<String, Value> = w
+                .iter()
+                .map(|(k, v)| {
+                    let less = med.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                    (
+                        k.clone(),
+                        Value::from((v.as_f64().unwrap_or(0.0) - less).max(0.0)),
+                    )
+                })
+                .collect();
+            x["window_raw"] = Value::Object(w);
+            x["window"] = Value::Object(net);
+        }
+        out.push(Harness {
+            preset: preset.clone(),
+            runs: wins.len(),
+            median: med,
+        });
+    }
+    out
+}
+
+/// The paragraph that says what the harness's own windows counted and that
+/// the cells count without it; None if no preset ran the probe.
+fn harness_note(harness: &[Harness]) -> Option<String> {
+    if harness.is_empty() {
+        return None;
+    }
+    let kinds: [(&str, &[&str]); 4] = [
+        ("wakeups placed at once", WAKE_PLACED),
+        ("other wakeups", &["wake_busy"]),
+        ("empty dispatches", &["dispatch_empty"]),
+        ("placements", PLACEMENTS),
+    ];
+    let each: Vec<String> = harness
+        .iter()
+        .map(|h| {
+            let m = Value::Object(h.median.clone());
+            let parts: Vec<String> = kinds
+                .iter()
+                .map(|(label, keys)| format!("{:.0} {label}", sum(&m, keys)))
+                .collect();
+            format!("`{}` ({} runs): {}", h.preset, h.runs, parts.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "**The harness, taken out.** Each window also holds the stats clients that open and \
+         close it (`scx_mosaic --stats-json`, a process each, and the agent's answers). Rounds \
+         of the series that carry it run the harness alone too (workload \
+         `{HARNESS_PROBE}`: `true`), and the median of its window's counters on each preset \
+         is subtracted from every other \
+         window's there, counter by counter (floored at 0), before the ratios above; the \
+         paragraphs above on what falls outside the window and on the spells read the VM's \
+         own counts. The harness's window, median: {}.",
+        each.join("; ")
+    ))
+}
+
 /// The counters of VM run @x over its workload alone (`window`: the stats
 /// just after the workload less just before), else over the scheduler's
 /// whole load (files recorded before windows).
@@ -692,7 +992,7 @@ fn window_note(
                     .filter(|x| x["workload"] == name.as_str())
                     .filter_map(|x| {
                         let whole = sum(&x["counters"], keys);
-                        (whole > 0.0).then(|| (1.0 - sum(&x["window"], keys) / whole) * 100.0)
+                        (whole > 0.0).then(|| (1.0 - sum(raw_window(x), keys) / whole) * 100.0)
                     })
                     .collect();
                 let (lo, hi) = span(&v);
@@ -780,25 +1080,20 @@ fn cell_summary(compared: &[Cell]) -> String {
 
 /// The sentence that measures the VM against itself on the same cells: of
 /// @halves (per non-trivial cell, the median of the VM's odd rounds and of its
-/// even rounds, out of @rounds), how many agree within TOLERANCE of the odd
+/// even rounds, every series'), how many agree within TOLERANCE of the odd
 /// half's. Halves hold about half the rounds, so this is noisier than the
 /// whole median a model is held to: a floor under what noise allows.
-fn vm_self_agreement(halves: &[(f64, f64)], rounds: u64) -> String {
+fn vm_self_agreement(halves: &[(f64, f64)]) -> String {
     let agree = halves
         .iter()
         .filter(|&&(odd, even)| agrees_relative(odd, even))
         .count();
     format!(
-        "The VM against itself, by the same rule: on {agree} of these {} cells the median of its \
-         odd rounds and that of its even rounds ({} and {} of the {rounds}) are within ±{:.0} % \
-         ({:.0} %); halves of the rounds are noisier than the whole median the simulator is held \
-         to, so the VM's own noise accounts for at most {} of the cells off.",
+        "The VM against itself within its boots, by the same rule: on {agree} of these {} cells \
+         the median of its odd rounds and that of its even rounds are within ±{:.0} % ({:.0} %).",
         halves.len(),
-        rounds.div_ceil(2),
-        rounds / 2,
         TOLERANCE * 100.0,
         agree as f64 * 100.0 / halves.len().max(1) as f64,
-        halves.len() - agree,
     )
 }
 
@@ -1261,12 +1556,98 @@ mod tests {
     #[test]
     fn the_vm_is_measured_against_itself_by_halves() {
         // 0.10 against 0.115 agrees (15 %), 0.10 against 0.13 does not; 0.2 against 0.17 does
-        let s = vm_self_agreement(&[(0.10, 0.115), (0.10, 0.13), (0.2, 0.17)], 7);
+        let s = vm_self_agreement(&[(0.10, 0.115), (0.10, 0.13), (0.2, 0.17)]);
         assert!(s.contains("on 2 of these 3 cells"), "{s}");
-        assert!(s.contains("(4 and 3 of the 7)"), "{s}");
+        assert!(s.contains("(67 %)"), "{s}");
+    }
+
+    #[test]
+    fn the_harness_is_subtracted_from_every_window_of_its_preset() {
+        let run = |w: &str, empty: u64, busy: u64| json!({"workload": w, "window": {"dispatch_empty": empty, "wake_busy": busy}});
+        let mut presets = serde_json::Map::new();
+        presets.insert(
+            "1llc".into(),
+            json!([
+                run("null", 10, 2),
+                run("null", 20, 4),
+                run("null", 30, 9),
+                run("pipe", 100, 3)
+            ]),
+        );
+        presets.insert("2node".into(), json!([run("pipe", 50, 1)]));
+        let h = subtract_harness(&mut presets);
+        // the probe's runs leave; its medians (20, 4) come off 1llc's windows only
+        assert_eq!(h.len(), 1);
+        assert_eq!((h[0].preset.as_str(), h[0].runs), ("1llc", 3));
+        let pipe = &presets["1llc"][0];
+        assert_eq!(presets["1llc"].as_array().unwrap().len(), 1);
+        assert_eq!(vm_counters(pipe)["dispatch_empty"], 80.0);
+        // floored at 0
+        assert_eq!(vm_counters(pipe)["wake_busy"], 0.0);
+        assert_eq!(raw_window(pipe)["dispatch_empty"], 100);
+        assert_eq!(vm_counters(&presets["2node"][0])["dispatch_empty"], 50);
+        let s = harness_note(&h).unwrap();
         assert!(
-            s.contains("(67 %)") && s.contains("at most 1 of the cells off"),
+            s.contains(
+                "`1llc` (3 runs): 0 wakeups placed at once, 4 other wakeups, 20 empty dispatches"
+            ),
             "{s}"
+        );
+        assert_eq!(harness_note(&[]), None);
+    }
+
+    #[test]
+    fn series_are_pooled_and_held_against_each_other() {
+        let run = |w: &str, wall: f64| json!({"workload": w, "round": 1, "wall_s": wall});
+        let one = json!({"commit": "aaa", "date": "d1", "scheduler": "s", "accelerator": "tcg",
+                         "rounds": 1, "presets": {"1llc": [run("hackbench", 4.0)]}});
+        let two = json!({"commit": "bbb", "date": "d2", "scheduler": "s", "accelerator": "tcg",
+                         "rounds": 1, "presets": {"1llc": [run("hackbench", 6.0)],
+                                                  "2node": [run("hackbench", 6.2)]}});
+        let (series, presets) = pool_series(&json!({"series": [one.clone(), two]})).unwrap();
+        assert_eq!(series.len(), 2);
+        assert_eq!(presets["1llc"].as_array().unwrap().len(), 2);
+        assert_eq!(presets["2node"][0]["series"], 1);
+        assert!(series_list(&series).starts_with("2 series"));
+        // a file from before series is one
+        let (old, _) = pool_series(&one).unwrap();
+        assert_eq!((old.len(), old[0].commit.as_str()), (1, "aaa"));
+        let workloads: serde_json::Map<String, Value> =
+            serde_json::from_value(json!({"hackbench": {}})).unwrap();
+        // cell a: series 0.10 and 0.11 agree; cell b: 0.10 and 0.20 do not, and the
+        // model's 0.21 is off the pooled 0.15 but near the second series
+        let cells: Vec<SeriesCell> = vec![
+            (
+                "a",
+                "1llc".into(),
+                "hackbench".into(),
+                0.105,
+                0.105,
+                vec![0.10, 0.11],
+            ),
+            (
+                "b",
+                "1llc".into(),
+                "hackbench".into(),
+                0.15,
+                0.21,
+                vec![0.10, 0.20],
+            ),
+        ];
+        let s = between_series(&series, &presets, &workloads, &cells).unwrap();
+        assert!(s.contains("4.00 s (aaa), 6.10 s (bbb)"), "{s}");
+        assert!(
+            s.contains("on 1 of the 2 non-trivial cells every series agrees (50 %)"),
+            "{s}"
+        );
+        assert!(s.contains("1llc hackbench b: 0.100–0.200"), "{s}");
+        assert!(
+            s.contains("Of the 1 cells the hardware model has off the pooled median, 1 are"),
+            "{s}"
+        );
+        assert_eq!(
+            between_series(&series[..1], &presets, &workloads, &cells),
+            None
         );
     }
 
