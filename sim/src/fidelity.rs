@@ -176,13 +176,9 @@ struct Series {
 }
 
 /// The series of the VM counters file @vm and their runs pooled per preset,
-/// each run marked with its series' index ("series"). A file from before
-/// series holds one at its top level.
+/// each run marked with its series' index ("series").
 fn pool_series(vm: &Value) -> Result<(Vec<Series>, serde_json::Map<String, Value>)> {
-    let listed: Vec<&Value> = match vm["series"].as_array() {
-        Some(a) => a.iter().collect(),
-        None => vec![vm],
-    };
+    let listed = vm["series"].as_array().context("no series")?;
     let mut series = Vec::new();
     let mut presets = serde_json::Map::new();
     for (at, x) in listed.iter().enumerate() {
@@ -1609,9 +1605,7 @@ mod tests {
         assert_eq!(presets["1llc"].as_array().unwrap().len(), 2);
         assert_eq!(presets["2node"][0]["series"], 1);
         assert!(series_list(&series).starts_with("2 series"));
-        // a file from before series is one
-        let (old, _) = pool_series(&one).unwrap();
-        assert_eq!((old.len(), old[0].commit.as_str()), (1, "aaa"));
+        assert!(pool_series(&one).is_err());
         let workloads: serde_json::Map<String, Value> =
             serde_json::from_value(json!({"hackbench": {}})).unwrap();
         // cell a: series 0.10 and 0.11 agree; cell b: 0.10 and 0.20 do not, and the
