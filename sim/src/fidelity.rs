@@ -510,6 +510,8 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
     // the same cells' medians per series, beside the pooled VM median and the
     // hardware model's: (ratio, preset, workload, VM, simulated, per series)
     let mut per_series: Vec<SeriesCell> = Vec::new();
+    // every simulated run per preset and workload: (preset, workload, hardware, host-thread)
+    let mut program_sims: Vec<(String, String, Vec<Value>, Vec<Value>)> = Vec::new();
     for (preset, runs) in presets {
         let runs = runs.as_array().context("runs")?;
         write!(md, "### `{preset}`\n\n| ratio |")?;
@@ -544,6 +546,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
             if name == BACKGROUND_PROBE {
                 probe_tcg.extend(tcg.iter().cloned());
             }
+            program_sims.push((preset.clone(), name.clone(), hw.clone(), tcg.clone()));
             sims.push((hw, tcg));
         }
         for r in RATIOS {
@@ -628,6 +631,9 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         "{}\n",
         tcg_summary(&compared, &compared_tcg, &fits, &walls)
     )?;
+    if let Some(note) = programs_note(&vm, &program_sims) {
+        writeln!(md, "{note}\n")?;
+    }
     if let Some(note) = window_note(presets, workloads, bg.as_ref()) {
         writeln!(md, "{note}\n")?;
     }
@@ -1320,6 +1326,174 @@ fn tcg_summary(
     )
 }
 
+/// The message programs' roles, as the VM's program pass (scripts/sim-vm-counters) names them
+/// and as the simulator's hackbench model counts their blocks.
+const PROGRAM_ROLES: [(&str, &str); 2] =
+    [("receiver", "receiver_blocks"), ("sender", "sender_blocks")];
+
+/// A program run's sleeps of @role per 1,000 messages in the VM (a run of a series'
+/// "programs"): the role's sleeps less one per task (each worker sleeps once at the start
+/// barrier, which the simulator's count leaves out), over the run's messages.
+fn vm_sleeps_per_kmsg(run: &Value, role: &str) -> Option<f64> {
+    let messages = run["messages"].as_f64().filter(|&m| m > 0.0)?;
+    let r = &run[role];
+    let sleeps = (r["sleeps"].as_f64()? - r["tasks"].as_f64()?).max(0.0);
+    Some(sleeps * 1e3 / messages)
+}
+
+/// A simulated run's blocks of the role counted in @key per 1,000 messages.
+fn sim_blocks_per_kmsg(sim: &Value, key: &str) -> Option<f64> {
+    let w = &sim["workload"];
+    let messages = w["messages"].as_f64().filter(|&m| m > 0.0)?;
+    Some(w[key].as_f64()? * 1e3 / messages)
+}
+
+/// "median (min–max)" of @v, or "–" when empty.
+fn median_span(v: &[f64]) -> String {
+    let (lo, hi) = span(v);
+    match median(v.to_vec()) {
+        Some(m) => format!("{m:.1} ({lo:.1}–{hi:.1})"),
+        None => "–".into(),
+    }
+}
+
+/// The paragraph and table that hold the message programs' own sleeps in the VM (the series'
+/// program pass: ftrace, apart from the counted windows) against the simulator's model of the
+/// programs on both machine models (@sims: per preset and workload, every seed's run); None
+/// when no series has a program pass.
+fn programs_note(vm: &Value, sims: &[(String, String, Vec<Value>, Vec<Value>)]) -> Option<String> {
+    // per (preset, workload): the VM's program runs over every series
+    let mut vm_runs: std::collections::BTreeMap<(String, String), Vec<&Value>> = Default::default();
+    let mut traced = 0;
+    // the programs' own times (s) in those series: traced, and in the counted rounds
+    let (mut own_traced, mut own_counted) = (Vec::new(), Vec::new());
+    for x in vm["series"].as_array()? {
+        let Some(programs) = x["programs"].as_object() else {
+            continue;
+        };
+        traced += 1;
+        let owns = |runs: &Value, into: &mut Vec<(String, f64)>| {
+            for run in runs.as_array().into_iter().flatten() {
+                if let (Some(w), Some(t)) = (run["workload"].as_str(), run["own_s"].as_f64()) {
+                    into.push((w.to_string(), t));
+                }
+            }
+        };
+        for runs in programs.values() {
+            owns(runs, &mut own_traced);
+        }
+        for runs in x["presets"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.values())
+        {
+            owns(runs, &mut own_counted);
+        }
+        for (preset, runs) in programs {
+            for run in runs.as_array()? {
+                let w = run["workload"].as_str()?.to_string();
+                vm_runs.entry((preset.clone(), w)).or_default().push(run);
+            }
+        }
+    }
+    if vm_runs.is_empty() {
+        return None;
+    }
+    let mut table = String::from(
+        "| preset | workload | receivers' sleeps: VM | sim | TCG sim | senders' sleeps: VM | sim | \
+         TCG sim |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    // per model and role: the simulated median over the VM's
+    let mut ratios: [[Vec<(String, f64)>; 2]; 2] = Default::default();
+    for ((preset, workload), runs) in &vm_runs {
+        let Some((_, _, hw, tcg)) = sims.iter().find(|s| &s.0 == preset && &s.1 == workload) else {
+            continue;
+        };
+        write!(table, "| `{preset}` | {workload} |").ok()?;
+        for (k, (role, key)) in PROGRAM_ROLES.iter().enumerate() {
+            let v: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| vm_sleeps_per_kmsg(r, role))
+                .collect();
+            write!(table, " {} |", median_span(&v)).ok()?;
+            for (m, model) in [hw, tcg].into_iter().enumerate() {
+                let s: Vec<f64> = model
+                    .iter()
+                    .filter_map(|x| sim_blocks_per_kmsg(x, key))
+                    .collect();
+                if let (Some(a), Some(b)) = (median(v.clone()), median(s.clone())) {
+                    if a > 0.0 {
+                        ratios[m][k].push((format!("{preset} {workload}"), b / a));
+                    }
+                }
+                write!(table, " {} |", median_span(&s)).ok()?;
+            }
+        }
+        writeln!(table).ok()?;
+    }
+    let model_names = ["the hardware model", "the host-thread model"];
+    let mut said = Vec::new();
+    for (m, name) in model_names.iter().enumerate() {
+        let roles: Vec<String> = PROGRAM_ROLES
+            .iter()
+            .enumerate()
+            .map(|(k, (role, _))| {
+                let r = &ratios[m][k];
+                let within = r.iter().filter(|x| (x.1 - 1.0).abs() <= TOLERANCE).count();
+                let (lo, hi) = span(&r.iter().map(|x| x.1).collect::<Vec<_>>());
+                format!(
+                    "its {role}s sleep ×{lo:.2}–{hi:.2} as often as the VM's ({within} of {} \
+                     cells within ±{:.0} %)",
+                    r.len(),
+                    TOLERANCE * 100.0
+                )
+            })
+            .collect();
+        said.push(format!("on {name} {}", roles.join(", ")));
+    }
+    let runs: usize = vm_runs.values().map(|r| r.len()).sum();
+    let workloads: std::collections::BTreeSet<&str> =
+        vm_runs.keys().map(|k| k.1.as_str()).collect();
+    let times: Vec<String> = workloads
+        .iter()
+        .filter_map(|w| {
+            let of =
+                |v: &[(String, f64)]| median(v.iter().filter(|x| x.0 == *w).map(|x| x.1).collect());
+            Some(format!(
+                "{w} {:.2} s traced, {:.2} s counted",
+                of(&own_traced)?,
+                of(&own_counted)?
+            ))
+        })
+        .collect();
+    let times = if times.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " The tracing's cost, by the time each program reports (median over the \
+             presets' runs of those series): {}.",
+            times.join("; ")
+        )
+    };
+    Some(format!(
+        "**The programs' own sleeps.** Whether the simulator's model of the message programs \
+         batches as the real ones do, apart from the scheduler: {traced} series also ran each \
+         program under ftrace's hist triggers in the same boot, after the counted rounds \
+         (tests/guest/program-blocks.sh; {runs} runs in all), counting per task the switches \
+         out asleep; a worker's role follows from its pid, since both programs fork a group's \
+         receivers before its senders.{times} Each cell is sleeps \
+         per 1,000 messages, the VM's less one per worker (its sleep at the start barrier, \
+         which the model does not count), median (min–max) over the VM's runs or the \
+         {SEEDS} seeds. The simulator's cells are its workload's `receiver_blocks` and \
+         `sender_blocks`: a receiver blocks on an empty socket, a sender on a full one. \
+         Against the VM's medians, {}. A model whose tasks sleep more makes more wakeups, \
+         each of a task the busy CPUs then queue: the denominator of the wakeup and placement \
+         rows above grows, and the shares of wakeups placed at once and of empty dispatches \
+         fall with it.\n\n{table}",
+        said.join("; ")
+    ))
+}
+
 /// Commits that changed scheduler/src since @commit (short hashes, newest
 /// first); none if git or the commit is not at hand.
 fn scheduler_commits_since(commit: &str) -> Vec<String> {
@@ -1643,6 +1817,56 @@ mod tests {
             between_series(&series[..1], &presets, &workloads, &cells),
             None
         );
+    }
+
+    #[test]
+    fn the_programs_sleeps_are_per_kmsg_less_the_barrier_and_the_text_follows_the_table() {
+        let role = |tasks, sleeps| json!({"tasks": tasks, "sleeps": sleeps});
+        // 10 receivers, 1000 messages: 30 sleeps, 10 of them at the barrier
+        let run = json!({"workload": "hackbench", "round": 1, "messages": 1000, "own_s": 3.5,
+                         "receiver": role(10, 30), "sender": role(10, 15)});
+        assert_eq!(vm_sleeps_per_kmsg(&run, "receiver"), Some(20.0));
+        assert_eq!(vm_sleeps_per_kmsg(&run, "sender"), Some(5.0));
+        let counted = json!({"1llc": [{"workload": "hackbench", "own_s": 3.0}]});
+        let vm = json!({"series": [{"presets": counted, "programs": {"1llc": [run]}},
+                                   {"presets": {}}]});
+        let sim = |r: u64, s: u64| json!({"workload": {"messages": 1000, "receiver_blocks": r, "sender_blocks": s}});
+        let sims = vec![(
+            "1llc".to_string(),
+            "hackbench".to_string(),
+            vec![sim(30, 5), sim(26, 6), sim(28, 7)],
+            vec![sim(21, 5), sim(22, 5), sim(23, 5)],
+        )];
+        let note = programs_note(&vm, &sims).unwrap();
+        assert!(note.contains("1 series also ran"), "{note}");
+        assert!(
+            note.contains("hackbench 3.50 s traced, 3.00 s counted"),
+            "{note}"
+        );
+        assert!(
+            note.contains(
+                "| `1llc` | hackbench | 20.0 (20.0–20.0) | 28.0 (26.0–30.0) | \
+                           22.0 (21.0–23.0) | 5.0 (5.0–5.0) | 6.0 (5.0–7.0) | 5.0 (5.0–5.0) |"
+            ),
+            "{note}"
+        );
+        // hardware: receivers 28/20 = 1.40 (off), senders 6/5 = 1.20 (on the edge, within);
+        // host-thread: 22/20 = 1.10, 5/5 = 1.00
+        assert!(
+            note.contains(
+                "on the hardware model its receivers sleep ×1.40–1.40 as often as the \
+                           VM's (0 of 1 cells within ±20 %), its senders sleep ×1.20–1.20"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains(
+                "on the host-thread model its receivers sleep ×1.10–1.10 as often as \
+                           the VM's (1 of 1 cells"
+            ),
+            "{note}"
+        );
+        assert!(programs_note(&json!({"series": [{"presets": {}}]}), &sims).is_none());
     }
 
     #[test]

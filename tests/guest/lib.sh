@@ -11,6 +11,25 @@ MOSAIC_LOG=/tmp/mosaic.log
 # Print a result line for the host: @@KEY@@ VALUE.
 report() { echo "@@$1@@ $2"; }
 
+# Call "$2 NAME COMMAND ROUND" for rounds 1..$1 and, in each, every 'NAME=COMMAND' after $2, in
+# order; stop at the first call that fails.
+each_round() {
+    local rounds=$1 fn=$2 r=1 spec
+    shift 2
+    while [ $r -le "$rounds" ]; do
+        for spec in "$@"; do
+            $fn "${spec%%=*}" "${spec#*=}" $r || return 1
+        done
+        r=$((r + 1))
+    done
+}
+
+# The time the program whose output is file $1 reports: hackbench's "Time:", perf bench's
+# "Total time:"; nothing if it printed neither.
+program_time() {
+    sed -n 's/^ *Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' "$1" | head -n 1
+}
+
 # Print file $2 as a JSON block named $1 for the host.
 report_json() { echo "@@JSON $1@@"; cat "$2"; echo "@@END@@"; }
 

@@ -11,27 +11,27 @@
 # script fails on a workload error or an ejection.
 . "$(dirname "$0")/lib.sh"
 
+# One run: workload $1 (command $2) in round $3.
+run_one() {
+    name=$1
+    cmd=$2
+    r=$3
+    start_mosaic --stats 0 --stats-file /tmp/$name-$r.json || exit 1
+    scx_mosaic --stats-json >/tmp/$name-$r.pre.json || { stop_mosaic; exit 1; }
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    sh -c "$cmd" >/tmp/$name.out 2>&1 || { cat /tmp/$name.out; stop_mosaic; exit 1; }
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    scx_mosaic --stats-json >/tmp/$name-$r.post.json || { stop_mosaic; exit 1; }
+    [ "$(cat $SCX/state)" = enabled ] || { echo "ejected during $name"; dmesg | tail -n 20; exit 1; }
+    stop_mosaic
+    report "wall_$name-$r" "$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')"
+    own=$(program_time /tmp/$name.out)
+    [ -n "$own" ] && report "own_$name-$r" "$own"
+    report_json "$name-$r" /tmp/$name-$r.json
+    report_json "$name-$r-pre" /tmp/$name-$r.pre.json
+    report_json "$name-$r-post" /tmp/$name-$r.post.json
+}
+
 rounds=$1
 shift
-r=1
-while [ $r -le "$rounds" ]; do
-    for spec in "$@"; do
-        name=${spec%%=*}
-        cmd=${spec#*=}
-        start_mosaic --stats 0 --stats-file /tmp/$name-$r.json || exit 1
-        scx_mosaic --stats-json >/tmp/$name-$r.pre.json || { stop_mosaic; exit 1; }
-        t0=$(cut -d' ' -f1 /proc/uptime)
-        sh -c "$cmd" >/tmp/$name.out 2>&1 || { cat /tmp/$name.out; stop_mosaic; exit 1; }
-        t1=$(cut -d' ' -f1 /proc/uptime)
-        scx_mosaic --stats-json >/tmp/$name-$r.post.json || { stop_mosaic; exit 1; }
-        [ "$(cat $SCX/state)" = enabled ] || { echo "ejected during $name"; dmesg | tail -n 20; exit 1; }
-        stop_mosaic
-        report "wall_$name-$r" "$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')"
-        own=$(sed -n 's/^ *Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' /tmp/$name.out | head -n 1)
-        [ -n "$own" ] && report "own_$name-$r" "$own"
-        report_json "$name-$r" /tmp/$name-$r.json
-        report_json "$name-$r-pre" /tmp/$name-$r.pre.json
-        report_json "$name-$r-post" /tmp/$name-$r.post.json
-    done
-    r=$((r + 1))
-done
+each_round "$rounds" run_one "$@"
