@@ -79,7 +79,7 @@ const RATIOS: &[Ratio] = &[
         name: "wakeups placed at once (idle CPU or sync) / wakeups",
         num: WAKE_PLACED,
         den: &[WAKE_PLACED, &["wake_busy"]],
-        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's window also holds the guest's own tasks that wake during the workload, mostly onto an idle CPU, which the simulator runs only as a model fitted on one preset's pipe windows (see the window's paragraph), though a background that wakes several times as often moves this share little; and on the hardware model a start that takes longer under TCG than its fork (the host-thread model fits its forks on the VM's start-up); not found",
+        why: "the programs' start is modelled (startup=1: the main task forks each worker, which select_cpu places as the kernel's wake_up_new_task asks, SCX_WAKE_FORK from the parent's CPU); the VM's window also holds the guest's own tasks that wake during the workload, mostly onto an idle CPU, which the simulator runs only as a model fitted on one preset's pipe windows (see the window's paragraph), though a background that wakes several times as often moves this share little; and on the hardware model a start that takes longer under TCG than its fork (the host-thread model fits its forks on the VM's start-up). Where a model's receivers sleep more often than the VM's (the programs' own sleeps, above), more of its wakeups are of tasks that every CPU is busy for, and the share falls; why they sleep more is not found",
     },
     Ratio {
         name: "handed over in enqueue / inserts at wakeup",
@@ -115,7 +115,7 @@ const RATIOS: &[Ratio] = &[
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "the VM's window also holds the guest's own tasks that run during the workload: they wake on idle CPUs, which find nothing once they are done; the simulator runs them as a model fitted on one preset's pipe windows (see the window's paragraph). Where a model is higher, its CPUs found nothing more often during the workload than the VM's; where it is lower, less often; pipe's own pair shares one CPU, which never dispatches empty",
+        why: "the VM's window also holds the guest's own tasks that run during the workload: they wake on idle CPUs, which find nothing once they are done; the simulator runs them as a model fitted on one preset's pipe windows (see the window's paragraph). Where a model is higher, its CPUs found nothing more often during the workload than the VM's; where it is lower, less often, or its programs' tasks slept and woke more often than the VM's (the programs' own sleeps, above), each wakeup a placement; pipe's own pair shares one CPU, which never dispatches empty",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
