@@ -26,7 +26,7 @@ run_workload() {
     t0=$(uptime_s)
     sh -c "$workload" >$dir/out 2>&1 || { cat $dir/out >&2; return 1; }
     t1=$(uptime_s)
-    t=$(sed -n -e 's/^Time: *\([0-9.]*\).*/\1/p' -e 's/^ *Total time: *\([0-9.]*\).*/\1/p' $dir/out | tail -n 1)
+    t=$(program_time $dir/out)
     [ -n "$t" ] || t=$(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }')
     echo "$t"
 }

@@ -24,10 +24,10 @@ each_round() {
     done
 }
 
-# The time the program whose output is file $1 reports: hackbench's "Time:", perf bench's
-# "Total time:"; nothing if it printed neither.
+# The time the program whose output is file $1 reports (its last): hackbench's "Time:", perf
+# bench's "Total time:"; nothing if it printed neither.
 program_time() {
-    sed -n 's/^ *Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' "$1" | head -n 1
+    sed -n 's/^ *Total time: *\([0-9.]*\).*/\1/p; s/^Time: *\([0-9.]*\).*/\1/p' "$1" | tail -n 1
 }
 
 # Print file $2 as a JSON block named $1 for the host.
