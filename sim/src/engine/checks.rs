@@ -2,6 +2,7 @@
 //! an LLC) and those at the end of a run (every task finished, every
 //! ops.enqueue matched by an insert or still held).
 use super::state::{Ev, Loc, TState};
+use super::tcg::awaits_turn;
 use super::Engine;
 use crate::ffi;
 
@@ -49,7 +50,7 @@ impl Engine {
             // for, idle for the whole wait: the work was not conserved
             let llc = self.m.cpu(t.cpu).llc;
             if let Loc::Local(c) = t.loc {
-                if self.cpus[c].curr.is_none() {
+                if self.cpus[c].curr.is_none() && !awaits_turn(self, c, t.runnable_since) {
                     msgs.push(format!(
                         "task {} waits on the local DSQ of idle CPU {c}",
                         i + 1
@@ -62,6 +63,7 @@ impl Engine {
                     && self.cpus[c]
                         .idle_since
                         .is_some_and(|s| s <= t.runnable_since)
+                    && !awaits_turn(self, c, t.runnable_since)
                 {
                     msgs.push(format!(
                         "CPU {c} idle for {} us while task {} waited {} us in its LLC",

@@ -527,6 +527,7 @@ fn pick_next(e: &mut Engine, cpu: usize) {
     e.tasks[t].cpu = cpu;
     if let Some(w) = e.tasks[t].woken_at.take() {
         e.wake_lat.push(e.now - w);
+        e.wake_lat_task.push(t);
     }
     // context switch, and the cache refill of a migration
     e.ctx_switches += 1;
@@ -550,10 +551,7 @@ fn pick_next(e: &mut Engine, cpu: usize) {
     e.cpus[cpu].last_update = e.now;
     if !e.cpus[cpu].tick_pending {
         e.cpus[cpu].tick_pending = true;
-        let tick = 1_000_000_000 / e.cfg.hz;
-        let phase = (cpu as u64 * 7919) % tick;
-        let next = (e.now.saturating_sub(phase) / tick + 1) * tick + phase;
-        e.push(next, Ev::Tick { cpu });
+        e.push(next_tick(e), Ev::Tick { cpu });
     }
     if let Some(tr) = &mut e.tracer {
         let since = e.tasks[t].runnable_since;
@@ -630,6 +628,16 @@ pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
             schedule(e, cpu);
         }
     }
+}
+
+/// When a CPU's next tick falls: the first point after now of the tick grid
+/// every CPU shares. The kernel's per-CPU tick timers start on one grid
+/// (tick_setup_sched_timer() without skew_tick, which Debian's kernels leave
+/// off) and stay on it: a tick served late, or restarted after idle, is
+/// forwarded to the grid (hrtimer_forward()), not set a period after now.
+pub(super) fn next_tick(e: &Engine) -> u64 {
+    let tick = 1_000_000_000 / e.cfg.hz;
+    (e.now / tick + 1) * tick
 }
 
 #[cfg(test)]

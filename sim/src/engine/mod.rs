@@ -78,6 +78,9 @@ pub struct Engine {
     pick_cursor: usize,
     // ---- metrics
     wake_lat: Vec<u64>,
+    /// the task of each wake_lat entry (the run's JSON splits the latencies
+    /// by task name)
+    wake_lat_task: Vec<usize>,
     /// every wait, from runnable (woken, new, or queued again after a slice
     /// or a preemption) to running: the bench's shared measure (mosaic-bench
     /// waits), where wake_lat counts wakeups only
@@ -151,6 +154,7 @@ impl Engine {
             iter_vtime: BTreeMap::new(),
             pick_cursor: 0,
             wake_lat: Vec::new(),
+            wake_lat_task: Vec::new(),
             run_wait: Vec::new(),
             migrations: [0; 6],
             inserts_local: 0,

@@ -3,6 +3,7 @@
 use super::Engine;
 use crate::cost::DIST_NAMES;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 /// Result of one simulation.
 pub struct Outcome {
@@ -23,6 +24,20 @@ pub fn percentiles(v: &[u64]) -> Value {
 }
 
 impl Engine {
+    /// The wakeup latencies split by the woken task's name (the workload's
+    /// roles: a message program's receivers and senders).
+    fn wake_lat_by_task(&self) -> Value {
+        let mut by: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        for (&lat, &t) in self.wake_lat.iter().zip(&self.wake_lat_task) {
+            by.entry(self.tasks[t].spec.name.as_str())
+                .or_default()
+                .push(lat);
+        }
+        by.into_iter()
+            .map(|(k, v)| (k.to_string(), percentiles(&v)))
+            .collect()
+    }
+
     /// The result JSON of a run that ended at @end with exit @kind/@msg.
     pub(super) fn report(&mut self, end: u64, kind: i32, msg: &str, label: &str) -> Outcome {
         let completed = self.end_checks(end, kind);
@@ -78,6 +93,7 @@ impl Engine {
             "completion_time_s": end as f64 / 1e9,
             "workload": self.wl.metrics(end),
             "wakeup_latency_ns": percentiles(&self.wake_lat),
+            "wakeup_latency_by_task_ns": self.wake_lat_by_task(),
             "wait_ns": percentiles(&self.run_wait),
             "migrations": migr,
             "context_switches": self.ctx_switches,

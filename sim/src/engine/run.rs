@@ -226,9 +226,8 @@ pub(super) fn on_event(e: &mut Engine, ev: Ev) {
             set_ctx(e, cpu, Ctx::Other);
             let p = e.tasks[t].p;
             e.call(|o| unsafe { (o.tick)(p) });
-            let tick = 1_000_000_000 / e.cfg.hz;
             e.cpus[cpu].tick_pending = true;
-            e.push(e.now + tick, Ev::Tick { cpu });
+            e.push(super::kernel::next_tick(e), Ev::Tick { cpu });
             if unsafe { *ffi::sim_task_slice(p) } == 0 {
                 e.cpus[cpu].gen += 1;
                 schedule_preempt(e, cpu);
