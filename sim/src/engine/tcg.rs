@@ -122,19 +122,24 @@ pub(super) fn admit(e: &mut Engine, ev: Ev) -> bool {
     if on == Some(cpu) && !kick {
         return true;
     }
-    // a vCPU's timers share its one local APIC timer, which the guest sets
-    // to the earliest of them when it runs: a vCPU off the host thread
-    // whose timer has fired raises no second interrupt until it runs again
-    let armed = on == Some(cpu)
-        || !e.tcg.as_ref().unwrap().pending[cpu]
-            .iter()
-            .any(|p| target(e, p).is_some_and(|(_, k)| k));
+    // A host timer kicks the running vCPU off the thread unless
+    // - its vCPU is off the thread with a timer already fired: a vCPU's
+    //   timers share its one local APIC timer, which the guest sets to the
+    //   earliest of them when it runs, so no second interrupt until then;
+    // - another timer kicked at this instant: QEMU's main loop runs every
+    //   expired timer in one pass, holding the lock the vCPU thread needs
+    //   to go on, so their kicks end one turn.
+    let tcg = e.tcg.as_ref().unwrap();
+    let kicks = kick
+        && tcg.kicked_at != Some(e.now)
+        && (on == Some(cpu)
+            || !tcg.pending[cpu]
+                .iter()
+                .any(|p| target(e, p).is_some_and(|(_, k)| k)));
     e.tcg.as_mut().unwrap().pending[cpu].push(ev);
     if on.is_none() {
         begin_turn(e, cpu);
-    } else if kick && armed && e.tcg.as_ref().unwrap().kicked_at != Some(e.now) {
-        // QEMU's main loop runs every expired timer in one pass, holding
-        // the lock the vCPU thread needs to go on: their kicks end one turn
+    } else if kicks {
         let tcg = e.tcg.as_mut().unwrap();
         tcg.kicked_at = Some(e.now);
         tcg.kicks += 1;
