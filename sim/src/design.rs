@@ -333,8 +333,11 @@ const AUTO_WORK_BOUND: f64 = 2.0;
 
 /// What the tables say of scx_mosaic's `--shared-runq auto` rule (per-CPU
 /// queues on machines of up to @limit CPUs, the shard design above): on the
-/// machines up to @limit, how many cells the shard design wins and how far
-/// per-CPU queues' work grows over WORK_SMALL's; above, how far it would.
+/// machines up to @limit, where the shard design is faster and whether it is
+/// the better design of any of them, and how far per-CPU queues' work grows
+/// over WORK_SMALL's; above, how far it would. A default is chosen per
+/// machine, so the shard design argues against the rule on a machine only
+/// where it is faster in one workload and slower in none.
 fn auto_rule(
     md: &mut String,
     cells: &[Cell],
@@ -351,10 +354,36 @@ fn auto_rule(
         .iter()
         .filter(|c| cpus_of(c.machine).is_some_and(|n| n <= limit))
         .collect();
-    let shard_wins = below
+    let wins: Vec<&&Cell> = below
         .iter()
         .filter(|c| stats::side(&c.shard) == Side::Above)
-        .count();
+        .collect();
+    // per machine with a shard win: its cells where the shard design is slower
+    let mut machines: Vec<&str> = Vec::new();
+    for c in &wins {
+        if !machines.contains(&c.machine) {
+            machines.push(c.machine);
+        }
+    }
+    let losses = |m: &str| -> Vec<&&Cell> {
+        below
+            .iter()
+            .filter(|c| c.machine == m && stats::side(&c.shard) == Side::Below)
+            .collect()
+    };
+    let better_on: Vec<&str> = machines
+        .iter()
+        .copied()
+        .filter(|m| losses(m).is_empty())
+        .collect();
+    let cell_name = |c: &Cell| {
+        format!(
+            "`{}` {} {:+.1} %",
+            c.machine,
+            c.workload.split(':').next().unwrap_or(c.workload),
+            c.shard.median
+        )
+    };
     // the largest growth of per-CPU queues' work over WORK_SMALL's, and where
     let most = |keep: &dyn Fn(usize) -> bool, side: usize| {
         work.iter()
@@ -371,10 +400,30 @@ fn auto_rule(
         md,
         "scx_mosaic's default, `--shared-runq auto`, runs per-CPU queues on machines of up to \
          {limit} CPUs and the shard design on larger ones (`AUTO_PER_CPU_MAX_CPUS`). On the \
-         machines here of up to {limit} CPUs the shard design is faster in {shard_wins} of {} \
-         cells, and per-CPU queues' BPF work per callback is at most {in_ratio:.2}x \
-         `{WORK_SMALL}`'s (`{in_m}`)",
+         machines here of up to {limit} CPUs the shard design is faster in {} of {} cells",
+        wins.len(),
         below.len()
+    )?;
+    if !wins.is_empty() {
+        let named: Vec<String> = wins.iter().map(|c| cell_name(c)).collect();
+        let mixed: Vec<String> = machines
+            .iter()
+            .flat_map(|m| losses(m))
+            .map(|c| cell_name(c))
+            .collect();
+        write!(md, " ({})", named.join(", "))?;
+        if !mixed.is_empty() {
+            write!(
+                md,
+                ", and slower in another workload on the same machine ({})",
+                mixed.join(", ")
+            )?;
+        }
+    }
+    write!(
+        md,
+        "; per-CPU queues' BPF work per callback is at most {in_ratio:.2}x `{WORK_SMALL}`'s \
+         (`{in_m}`)"
     )?;
     if let Some((r, m)) = above {
         write!(
@@ -383,7 +432,7 @@ fn auto_rule(
             most(&|n| n > limit, 2).map_or(f64::NAN, |x| x.0)
         )?;
     }
-    let holds = shard_wins == 0
+    let holds = better_on.is_empty()
         && in_ratio <= AUTO_WORK_BOUND
         && above.is_none_or(|(r, _)| r > AUTO_WORK_BOUND);
     writeln!(
@@ -391,15 +440,21 @@ fn auto_rule(
         ". {}\n",
         if holds {
             format!(
-                "The rule follows these tables: no cell up to {limit} CPUs favours the shard \
-                 design, and per-CPU queues' work stays within {AUTO_WORK_BOUND}x there and not \
-                 beyond."
+                "The rule follows these tables: on no machine up to {limit} CPUs is the shard \
+                 design faster in one workload and slower in none, and per-CPU queues' work \
+                 stays within {AUTO_WORK_BOUND}x there and not beyond."
             )
         } else {
+            let on = if better_on.is_empty() {
+                String::new()
+            } else {
+                format!(" (`{}`)", better_on.join("`, `"))
+            };
             format!(
-                "These tables do not support the rule as it stands (a shard win up to \
-                 {limit} CPUs, per-CPU work past {AUTO_WORK_BOUND}x there, or within it above): \
-                 revisit `AUTO_PER_CPU_MAX_CPUS`."
+                "These tables do not support the rule as it stands (a machine up to {limit} \
+                 CPUs where the shard design is faster in one workload and slower in none{on}, \
+                 per-CPU work past {AUTO_WORK_BOUND}x there, or within it above): revisit \
+                 `AUTO_PER_CPU_MAX_CPUS`."
             )
         }
     )?;
@@ -522,11 +577,36 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("The rule follows these tables"), "{md}");
-        // a shard win below the limit, or a limit past the bound, is said
+        // a machine up to the limit where the shard design wins one
+        // workload and loses none, or a limit past the bound, is said
         let cells = [cell(WORK_SMALL, 3.0), cell("mid", 0.0), cell("big", 20.0)];
         let mut md = String::new();
         auto_rule(&mut md, &cells, &work, 72).unwrap();
-        assert!(md.contains("do not support the rule"), "{md}");
+        assert!(
+            md.contains("faster in 1 of 2 cells (`2llc-smt` hackbench +3.0 %)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("do not support the rule") && md.contains("in none (`2llc-smt`)"),
+            "{md}"
+        );
+        // a win in one workload beside a loss in another on the same
+        // machine leaves the rule standing, and the page names both
+        let mut rr = cell(WORK_SMALL, -5.0);
+        rr.workload = "rr:clients=128";
+        let cells = [
+            cell(WORK_SMALL, 3.0),
+            rr,
+            cell("mid", 0.0),
+            cell("big", 20.0),
+        ];
+        let mut md = String::new();
+        auto_rule(&mut md, &cells, &work, 72).unwrap();
+        assert!(
+            md.contains("(`2llc-smt` hackbench +3.0 %), and slower in another workload on the same machine (`2llc-smt` rr -5.0 %)"),
+            "{md}"
+        );
+        assert!(md.contains("The rule follows these tables"), "{md}");
         let mut md = String::new();
         auto_rule(&mut md, &cells[1..], &work, 192).unwrap();
         assert!(
