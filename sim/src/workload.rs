@@ -330,6 +330,8 @@ struct Life {
     /// a fork's cost, ns (fork_ns; default FORK_NS): the host-thread model
     /// fits it per program on the VM's start-up time (fidelity.rs)
     fork_ns: u64,
+    /// a worker's exit, ns of hardware time (exit_ns; default EXIT_NS)
+    exit_ns: u64,
     /// when the main task first ran, and when it opened the start barrier
     first_at: Option<u64>,
     opened_at: u64,
@@ -440,6 +442,7 @@ impl Hackbench {
                 started: false,
                 at_barrier: Vec::new(),
                 fork_ns: o.get("fork_ns", FORK_NS),
+                exit_ns: o.get("exit_ns", EXIT_NS),
                 first_at: None,
                 opened_at: 0,
             }),
@@ -579,7 +582,7 @@ impl Wl for Hackbench {
         match self.life.as_mut() {
             Some(l) => {
                 l.phase[t] = Phase::Exiting;
-                Step::Run(EXIT_NS)
+                Step::Run(l.exit_ns)
             }
             None => Step::Exit,
         }
@@ -600,6 +603,7 @@ impl Wl for Hackbench {
         json!({"groups": self.groups, "fds": self.fds, "loops": self.loops,
                "startup": self.life.is_some(), "startup_s": startup_s,
                "receiver_blocks": self.blocks[0], "sender_blocks": self.blocks[1],
+               "exits_s": self.life.as_ref().map_or(0.0, |l| (l.exited as u64 * l.exit_ns) as f64 / 1e9),
                "messages": self.groups as u64 * (self.fds * self.fds) as u64 * self.loops})
     }
 }
