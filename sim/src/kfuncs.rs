@@ -137,7 +137,7 @@ pub unsafe extern "C" fn sim_kptr_xchg(slot: *mut c_void, ptr: *mut c_void) -> *
 
 #[no_mangle]
 pub extern "C" fn sim_ktime_get_ns() -> u64 {
-    with_engine(|e| e.now)
+    with_engine(|e| e.ktime())
 }
 
 #[no_mangle]

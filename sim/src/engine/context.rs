@@ -53,7 +53,9 @@ impl Engine {
         let ops = self.ops;
         let (kfuncs, iters) = (self.kfuncs_run, loop_iters());
         let decision = self.tracer.is_some().then(|| self.trace_before()).flatten();
+        self.call_began = Some((kfuncs, iters, self.cpus[self.cur_cpu].overhead));
         let r = self.lend(|| f(&ops));
+        self.call_began = None;
         if let Some(d) = decision {
             self.trace_after(d);
         }
@@ -69,6 +71,21 @@ impl Engine {
 }
 
 impl Engine {
+    /// bpf_ktime_get_ns(): inside a callback, the clock has moved on by the
+    /// work the callback did so far (its kfunc calls and loop iterations, and
+    /// the lock waits and holds charged to its CPU meanwhile), in guest time,
+    /// so that the scheduler's measure of a newidle balance's cost (its cost
+    /// budget, shard.bpf.c) sees what the engine charges for it.
+    pub(crate) fn ktime(&self) -> u64 {
+        let Some((kfuncs, iters, overhead)) = self.call_began else {
+            return self.now;
+        };
+        let work = (self.kfuncs_run - kfuncs) + (loop_iters() - iters);
+        let ns = work as f64 * self.cfg.costs.bpf_work_ns
+            + (self.cpus[self.cur_cpu].overhead - overhead).max(0.0);
+        self.now + (ns * self.tcg_slowdown()) as u64
+    }
+
     /// With --trace, before a callback that places a task (select_cpu,
     /// enqueue, dispatch): reads the calling CPU's counters (trace.rs says
     /// why) and says which decision the callback makes.
@@ -157,6 +174,18 @@ mod tests {
         let seen = e.lend(|| with_engine(|e| e.now));
         assert_eq!(seen, 42);
         assert!(LENT.get().is_null(), "still installed after the call");
+    }
+
+    #[test]
+    fn ktime_moves_on_by_the_work_of_the_callback_under_way() {
+        let mut e = super::super::tests::engine("1llc");
+        e.now = 1_000;
+        assert_eq!(e.ktime(), 1_000, "outside a callback: the event's time");
+        e.call_began = Some((e.kfuncs_run, loop_iters(), e.cpus[0].overhead));
+        e.kfuncs_run += 3;
+        e.cpus[0].overhead += 250.0;
+        let work = 3.0 * e.cfg.costs.bpf_work_ns;
+        assert_eq!(e.ktime(), 1_000 + (work + 250.0) as u64);
     }
 
     #[test]

@@ -106,6 +106,9 @@ pub struct Engine {
     wakeups_local: u64,
     /// kfunc shims run (context.rs), and the callbacks' share of the work
     kfuncs_run: u64,
+    /// inside a callback: the kfuncs run, loop iterations and its CPU's
+    /// overhead when it began (context.rs, ktime)
+    call_began: Option<(u64, u64, f64)>,
     bpf_work: context::BpfWork,
     pub events_done: u64,
     cgroups: Vec<*mut ffi::cgroup>,
@@ -175,6 +178,7 @@ impl Engine {
             wakeups_queued: 0,
             wakeups_local: 0,
             kfuncs_run: 0,
+            call_began: None,
             bpf_work: Default::default(),
             events_done: 0,
             cgroups: Vec::new(),
