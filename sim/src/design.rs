@@ -359,22 +359,20 @@ fn auto_rule(
         .filter(|c| stats::side(&c.shard) == Side::Above)
         .collect();
     // per machine with a shard win: its cells where the shard design is slower
-    let mut machines: Vec<&str> = Vec::new();
+    let mut losses: Vec<(&str, Vec<&&Cell>)> = Vec::new();
     for c in &wins {
-        if !machines.contains(&c.machine) {
-            machines.push(c.machine);
+        if !losses.iter().any(|(m, _)| *m == c.machine) {
+            let slower = below
+                .iter()
+                .filter(|l| l.machine == c.machine && stats::side(&l.shard) == Side::Below)
+                .collect();
+            losses.push((c.machine, slower));
         }
     }
-    let losses = |m: &str| -> Vec<&&Cell> {
-        below
-            .iter()
-            .filter(|c| c.machine == m && stats::side(&c.shard) == Side::Below)
-            .collect()
-    };
-    let better_on: Vec<&str> = machines
+    let better_on: Vec<&str> = losses
         .iter()
-        .copied()
-        .filter(|m| losses(m).is_empty())
+        .filter(|(_, slower)| slower.is_empty())
+        .map(|(m, _)| *m)
         .collect();
     let cell_name = |c: &Cell| {
         format!(
@@ -406,9 +404,9 @@ fn auto_rule(
     )?;
     if !wins.is_empty() {
         let named: Vec<String> = wins.iter().map(|c| cell_name(c)).collect();
-        let mixed: Vec<String> = machines
+        let mixed: Vec<String> = losses
             .iter()
-            .flat_map(|m| losses(m))
+            .flat_map(|(_, slower)| slower)
             .map(|c| cell_name(c))
             .collect();
         write!(md, " ({})", named.join(", "))?;

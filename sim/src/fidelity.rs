@@ -1199,8 +1199,7 @@ fn host_thread_fit(wall: f64, own: Option<f64>, t1: f64, p1: f64, e1: f64) -> Ho
 /// rounds, TCG, noisy) against its start-up: hackbench 0.28 s against
 /// 0.33 s, perf bench messaging 0.52 s against 0.39 s.
 const EXIT_LIKE_FORK: &str = "a worker's exit costs as much as its fork (both walk the \
-     process's page tables; at one loop, `-l 1`, the VM's own time, nearly all exits, was 0.8x and \
-     1.3x its start-up for hackbench and messaging on `1llc`)";
+     process's page tables; docs/testing.md gives the VM's measure at one loop, `-l 1`)";
 
 /// The host-thread model's fit per workload (host_thread_fit) from the VM's
 /// runs on CALIBRATION_PRESET and the model's at slowdown 1 there, medians
