@@ -469,8 +469,10 @@ impl Standing {
         );
         let _ = writeln!(
             o,
-            "BPF cost: Mosaic's over the cheapest peer's, per call / per run (medians; each \
-             against the peer cheapest by that measure), in bold where both are above 1.\n"
+            "BPF cost as the guest measures it (its clock, TCG turn waits included: \"What a \
+             BPF call costs the host\" below): Mosaic's over the cheapest peer's, per call / per \
+             run (medians; each against the peer cheapest by that measure), in bold where both \
+             are above 1.\n"
         );
         let _ = writeln!(o, "{}", self.table(2));
         let _ = writeln!(
@@ -908,7 +910,10 @@ pub fn write_report(suite: &Suite, md: &Path, svg_dir: &Path, command: &str) -> 
              scenario is one VM boot, schedulers interleaved A B C, A B C, … for each round, and \
              the table shows medians with min–max and ratios to the kernel's default (EEVDF). \
              Absolute times across boots, and against real hardware, mean nothing. BPF ns/call \
-             is also TCG time (tens of times native)."
+             is the guest's clock across each program: TCG time (tens of times native) that also \
+             counts the host time a vCPU waited for its turn inside a program, which is not the \
+             CPU the program cost (\"What a BPF call costs the host\" below measures that with \
+             `vm/profile`)."
         )?;
     }
     writeln!(o, "\nHow to read: ↓ lower is better, ↑ higher is better; `(×r)` is the median divided by EEVDF's median. \
