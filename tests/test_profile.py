@@ -125,3 +125,40 @@ def test_a_profile_of_mosaic_names_its_bpf_programs(tmp_path):
     # callbacks and global functions, which the programs call
     ops = sum(p["host_samples"] for p in progs.values())
     assert 0 < ops <= r["by_class"]["BPF programs"]
+
+
+@pytest.mark.host
+def test_a_pause_profile_counts_events_not_cpu(tmp_path):
+    # --pauses: "0" as the rate, every sample one PAUSE; 4 in spin_lock, 1 in osq_lock, 1 in
+    # QEMU alone, over 10 s sampled
+    kallsyms = "ffffffff81004000 native_queued_spin_lock_slowpath\nffffffff81005000 osq_lock\n"
+    write_profile(tmp_path, [["helper_pause", "guest-0xffffffff81004010"]] * 4
+                  + [["helper_pause", "guest-0xffffffff81005010"], ["helper_pause"]], [],
+                  freq=0)
+    guest = (tmp_path / "guest.txt").read_text().replace("@@KALLSYMS@@\n",
+                                                         "@@KALLSYMS@@\n" + kallsyms)
+    (tmp_path / "guest.txt").write_text(guest)
+    p = subprocess.run([sys.executable, str(REPORT), str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("6 PAUSE instructions that ended a vCPU's turn in 10 s (1 a second)")
+    lines = [line.split() for line in p.stdout.splitlines() if "%" in line]
+    assert lines[0] == ["66.67", "%", "native_queued_spin_lock_slowpath"], p.stdout
+
+
+@pytest.mark.vm
+def test_a_pause_profile_finds_the_guest_spinning(tmp_path):
+    # 20 senders write to each of 20 receivers' sockets: their vCPUs spin on locks that a vCPU
+    # off the host thread holds, and each spin's PAUSE ends the spinning vCPU's turn
+    out = tmp_path / "prof"
+    p = subprocess.run([str(REPO / "vm/profile"), "--pauses", "--topo", "2llc-smt", "--secs", "8",
+                        "--out", str(out), "--", "perf bench sched messaging -g 2 -l 100"],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr + p.stdout
+    r = report(out)
+    assert r["freq"] == 0 and r["samples"] > 0, p.stdout
+    # the PAUSEs are the guest kernel's: named, not QEMU's own
+    named = [f for f in r["functions"]
+             if f["name"] not in ("QEMU's own (translation, main loop, host kernel)",
+                                  "[unknown guest address]")]
+    assert sum(f["samples"] for f in named) > r["samples"] / 2, r["functions"][:5]

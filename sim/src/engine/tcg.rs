@@ -20,6 +20,8 @@
 //!   interrupt at most until its next turn. With every vCPU busy that gives
 //!   one turn per tick of the grid, as the guest measures them
 //!   (scripts/tcg-turns: 2-4 ms turns, 200-300 a second on 4 and 8 vCPUs).
+//!   Not modelled: a turn that a spin's PAUSE ends (QEMU's PAUSE helper
+//!   yields the host thread); docs/testing.md gives the VM's count.
 //!   Guest time is host time, and every instruction of the guest costs
 //!   `tcg_slowdown` times its hardware time: work and overheads stretch by
 //!   it.
