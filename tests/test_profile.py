@@ -162,3 +162,21 @@ def test_a_pause_profile_finds_the_guest_spinning(tmp_path):
              if f["name"] not in ("QEMU's own (translation, main loop, host kernel)",
                                   "[unknown guest address]")]
     assert sum(f["samples"] for f in named) > r["samples"] / 2, r["functions"][:5]
+
+
+@pytest.mark.vm
+def test_turns_are_counted_by_how_they_ended(tmp_path):
+    # hackbench on 4 vCPUs: timer kicks end most turns, idle vCPUs halt between runs, and the
+    # workers' forks and exits spin on locks (PAUSE)
+    out = tmp_path / "turns"
+    p = subprocess.run([str(REPO / "vm/profile"), "--turns", "--topo", "1llc", "--secs", "8",
+                        "--out", str(out), "--", "hackbench -g 4 -l 50"],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert p.stdout.startswith("vCPU turns a second over 6 s: "), p.stdout
+    t = json.loads((out / "turns.json").read_text())
+    assert t["secs"] == 6
+    assert t["turns"] == t["kick"] + t["hlt"] + t["pause"] + t["other"]
+    assert t["kick"] > 0 and t["hlt"] > 0 and t["pause"] > 0, t
+    # a turn at least every 100 ms (QEMU's kick period) on the busy vCPUs
+    assert t["turns"] >= 10 * t["secs"], t
