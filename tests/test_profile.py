@@ -36,6 +36,14 @@ def write_profile(d, chains, stats, freq=1000, sampled=10, loop=20.0, runs=4):
     (d / "samples.txt").write_text("\n".join(lines) + "\n")
 
 
+def vm_profile(out, workload, *opts):
+    """vm/profile with @opts on @workload, its files in @out; its stdout (fails on an error)."""
+    p = subprocess.run([str(REPO / "vm/profile"), *opts, "--out", str(out), "--", workload],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr + p.stdout
+    return p.stdout
+
+
 def report(d):
     p = subprocess.run([sys.executable, str(REPORT), "--json", str(d)],
                        capture_output=True, text=True, timeout=60)
@@ -106,11 +114,8 @@ def test_a_profile_without_the_guest_symbols_is_refused(tmp_path):
 @pytest.mark.vm
 def test_a_profile_of_mosaic_names_its_bpf_programs(tmp_path):
     out = tmp_path / "prof"
-    p = subprocess.run([str(REPO / "vm/profile"), "--topo", "1llc", "--secs", "8",
-                        "--out", str(out), "--", "hackbench -g 2 -l 50"],
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr + p.stdout
-    assert "The scheduler's struct_ops programs" in p.stdout, p.stdout
+    stdout = vm_profile(out, "hackbench -g 2 -l 50", "--topo", "1llc", "--secs", "8")
+    assert "The scheduler's struct_ops programs" in stdout, stdout
     r = report(out)
     assert r["runs"] >= 1
     assert sum(r["by_class"].values()) == r["samples"] > 1000
@@ -151,12 +156,10 @@ def test_a_pause_profile_finds_the_guest_spinning(tmp_path):
     # 20 senders write to each of 20 receivers' sockets: their vCPUs spin on locks that a vCPU
     # off the host thread holds, and each spin's PAUSE ends the spinning vCPU's turn
     out = tmp_path / "prof"
-    p = subprocess.run([str(REPO / "vm/profile"), "--pauses", "--topo", "2llc-smt", "--secs", "8",
-                        "--out", str(out), "--", "perf bench sched messaging -g 2 -l 100"],
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr + p.stdout
+    stdout = vm_profile(out, "perf bench sched messaging -g 2 -l 100", "--pauses",
+                        "--topo", "2llc-smt", "--secs", "8")
     r = report(out)
-    assert r["freq"] == 0 and r["samples"] > 0, p.stdout
+    assert r["freq"] == 0 and r["samples"] > 0, stdout
     # the PAUSEs are the guest kernel's: named, not QEMU's own
     named = [f for f in r["functions"]
              if f["name"] not in ("QEMU's own (translation, main loop, host kernel)",
@@ -169,11 +172,8 @@ def test_turns_are_counted_by_how_they_ended(tmp_path):
     # hackbench on 4 vCPUs: timer kicks end most turns, idle vCPUs halt between runs, and the
     # workers' forks and exits spin on locks (PAUSE)
     out = tmp_path / "turns"
-    p = subprocess.run([str(REPO / "vm/profile"), "--turns", "--topo", "1llc", "--secs", "8",
-                        "--out", str(out), "--", "hackbench -g 4 -l 50"],
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr + p.stdout
-    assert p.stdout.startswith("vCPU turns a second over 6 s: "), p.stdout
+    stdout = vm_profile(out, "hackbench -g 4 -l 50", "--turns", "--topo", "1llc", "--secs", "8")
+    assert stdout.startswith("vCPU turns a second over 6 s: "), stdout
     t = json.loads((out / "turns.json").read_text())
     assert t["secs"] == 6
     assert t["turns"] == t["kick"] + t["hlt"] + t["pause"] + t["other"]
