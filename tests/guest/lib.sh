@@ -33,14 +33,25 @@ program_time() {
 # Print file $2 as a JSON block named $1 for the host.
 report_json() { echo "@@JSON $1@@"; cat "$2"; echo "@@END@@"; }
 
-# Wait up to $2 seconds for the sched_ext state to read $1.
+# Wait up to $2 seconds for the sched_ext state to read $1, while process $3 (if given) lives.
 wait_state() {
     local n=0
-    while [ "$(cat $SCX/state)" != "$1" ]; do
+    while [ "$(cat $SCX/state 2>/dev/null)" != "$1" ]; do
+        [ -n "$3" ] && ! kill -0 "$3" 2>/dev/null && return 1
         n=$((n + 1))
         [ $n -gt $(($2 * 10)) ] && return 1
         sleep 0.1
     done
+}
+
+# "ID TAG RUN_TIME_NS RUN_CNT" for each struct_ops program (BPF_PROG_TYPE_STRUCT_OPS = 27) whose
+# fd process $1 holds, each program once (run time and count need kernel.bpf_stats_enabled=1).
+struct_ops_stats() {
+    for f in /proc/"$1"/fdinfo/*; do cat "$f" 2>/dev/null; echo; done | awk '
+        /^prog_type:/ { t = $2 } /^prog_id:/ { id = $2 } /^prog_tag:/ { g = $2 }
+        /^run_time_ns:/ { ns = $2 } /^run_cnt:/ { c = $2 }
+        /^$/ { if (t == 27 && !(id in seen)) { seen[id] = 1; print id, g, ns, c }
+               t = ""; id = ""; g = ""; ns = 0; c = 0 }'
 }
 
 # Start scx_mosaic in the background with the given flags; wait until enabled.

@@ -11,18 +11,15 @@
 #                              included, as "ADDRESS NAME"
 #   @@BPFSTATS@@ ... @@END@@   per struct_ops program of the scheduler: "TAG RUN_TIME_NS RUN_CNT"
 #                              over the loop (kernel.bpf_stats_enabled=1; the guest's clock)
+. "$(dirname "$0")/lib.sh"
 secs=$1
 workload=$2
 sched=$3
-SCX=/sys/kernel/sched_ext
 
-# "TAG RUN_TIME_NS RUN_CNT" for each struct_ops program (type 27) whose fd process $1 holds.
+# "TAG RUN_TIME_NS RUN_CNT" per program tag of process $1's struct_ops programs (programs of
+# one tag share their symbols' names: their figures are summed).
 prog_stats() {
-    for f in /proc/"$1"/fdinfo/*; do cat "$f" 2>/dev/null; echo; done | awk '
-        /^prog_type:/ { t = $2 } /^prog_tag:/ { g = $2 }
-        /^run_time_ns:/ { ns = $2 } /^run_cnt:/ { c = $2 }
-        /^$/ { if (t == 27 && !(g in seen)) { seen[g] = 1; print g, ns, c }
-               t = ""; g = ""; ns = 0; c = 0 }'
+    struct_ops_stats "$1" | awk '{ ns[$2] += $3; c[$2] += $4 } END { for (g in ns) print g, ns[g], c[g] }'
 }
 
 echo 1 >/proc/sys/net/core/bpf_jit_kallsyms
@@ -31,16 +28,11 @@ pid=''
 if [ -n "$sched" ]; then
     $sched >/tmp/profile-sched.log 2>&1 &
     pid=$!
-    n=0
-    until [ "$(cat $SCX/state 2>/dev/null)" = enabled ]; do
-        n=$((n + 1))
-        if [ $n -gt 600 ] || ! kill -0 $pid 2>/dev/null; then
-            echo "profile.sh: '$sched' did not enable" >&2
-            cat /tmp/profile-sched.log >&2
-            exit 1
-        fi
-        sleep 0.1
-    done
+    wait_state enabled 60 $pid || {
+        echo "profile.sh: '$sched' did not enable" >&2
+        cat /tmp/profile-sched.log >&2
+        exit 1
+    }
     prog_stats $pid >/tmp/profile-before
 fi
 t0=$(cut -d' ' -f1 /proc/uptime)

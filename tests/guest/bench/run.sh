@@ -34,32 +34,18 @@ shift 2
 : "${BENCH_DIR:=$(cd "$(dirname "$0")" && pwd)}"
 export BENCH_DIR
 start_timeout=${BENCH_START_TIMEOUT:-120}
+# wait_state, struct_ops_stats
+. "$(dirname "$0")/../lib.sh"
 SCX=/sys/kernel/sched_ext
 dir=$(mktemp -d /tmp/bench.XXXXXX)
 
 # Seconds since boot (two decimals).
 now() { cut -d' ' -f1 /proc/uptime; }
 
-# Print "run_time_ns run_cnt nprogs" summed over the struct_ops programs (BPF_PROG_TYPE_STRUCT_OPS
-# = 27) whose fds process $1 holds, each program once.
+# Print "run_time_ns run_cnt nprogs" summed over the struct_ops programs whose fds process $1
+# holds (struct_ops_stats).
 bpf_snapshot() {
-    for f in /proc/"$1"/fdinfo/*; do cat "$f" 2>/dev/null; echo; done | awk '
-        /^prog_type:/ { t = $2 } /^prog_id:/ { id = $2 }
-        /^run_time_ns:/ { ns = $2 } /^run_cnt:/ { c = $2 }
-        /^$/ { if (t == 27 && !(id in seen)) { seen[id] = 1; N += ns; C += c; P++ }
-               t = ""; id = ""; ns = 0; c = 0 }
-        END { printf "%.0f %.0f %d\n", N, C, P }'
-}
-
-# Wait up to $2 s for $SCX/state to read $1, while process $3 (if given) lives.
-wait_state() {
-    local n=0
-    while [ "$(cat $SCX/state 2>/dev/null)" != "$1" ]; do
-        [ -n "$3" ] && ! kill -0 "$3" 2>/dev/null && return 1
-        n=$((n + 1))
-        [ $n -gt $(($2 * 10)) ] && return 1
-        sleep 0.1
-    done
+    struct_ops_stats "$1" | awk '{ N += $3; C += $4; P++ } END { printf "%.0f %.0f %d\n", N, C, P }'
 }
 
 # The number of top-level key $1 in the pretty-printed JSON file $2 ("" if absent).
