@@ -1331,8 +1331,10 @@ fn tcg_summary(
     format!(
         "**TCG sim: the VM's host thread, modelled.** `--cost tcg_slowdown=S` \
          (sim/src/engine/tcg.rs) runs one vCPU at a time, as QEMU's single-threaded TCG does: a \
-         turn ends when its vCPU idles or a host timer (a tick) kicks it off the thread, and the \
-         guest's work and overheads take S times their hardware time. {fit}; \
+         turn ends when its vCPU idles, when a host timer (a tick) kicks it off the thread, or \
+         when it spins on the runqueue lock of a vCPU kicked off the thread in its scheduling \
+         code (QEMU's PAUSE helper yields the thread; docs/testing.md), and the guest's work and \
+         overheads take S times their hardware time. {fit}; \
          the model is tested on the other presets' cells, which no fit saw. There, on the {n} \
          cells non-trivial in either model, the host-thread model agrees on {on_tcg} ({:.0} %), \
          the hardware model on {on_base} ({:.0} %), each by its median over the seeds; rows where \

@@ -52,14 +52,15 @@ fn invariants_hold_on_every_workload_and_vm_topology() {
 
 #[test]
 fn shared_runqueue_counters_move_on_seed_000_scenario() {
-    // loops=50: at 30 the run ends before short idle spells pull a CPU's
-    // average under the migration cost on some trajectories (the avg_idle
-    // gate then never acts; it did 0 times at 30, 181 at 50, 1651 at 100)
+    // loops=100: shorter runs can end before short idle spells pull a
+    // CPU's average under the migration cost (the avg_idle gate then never
+    // acts; since idle CPUs are rescheduled by every wakeup onto their
+    // runqueue it acted 0 times at 50 and 157 at 100)
     let base = [
         "--machine",
         "ryzen-7950x",
         "--workload",
-        "hackbench:loops=50",
+        "hackbench:loops=100",
     ];
     let mut on_args = base.to_vec();
     on_args.push("--sched-arg=--shared-runq=shard");
@@ -884,5 +885,46 @@ fn the_background_goes_on_during_the_workload_and_ends_with_it() {
     assert!(
         placed + 5 >= expected && placed <= expected + (own * 20.0) as u64 + 5,
         "{placed} background wakeups placed over {own} s"
+    );
+}
+
+#[test]
+fn busy_cpus_ticks_kick_idle_cpus_past_their_newidle_gates() {
+    // Under the VM's host thread a newidle balance that spans a spin (a
+    // runqueue lock held by a vCPU off the thread) costs milliseconds on the
+    // guest's clock, and the cost gate then skips that CPU's balances. At
+    // this seed, without the idle balance (steal.bpf.c: a busy CPU's tick
+    // kicks an idle one to balance, as the kernel's nohz_balancer_kick()),
+    // CPU 5 idled 51 ms while a task waited in its LLC.
+    let w = "hackbench:groups=4,fds=20,loops=200,startup=1,bg_during=1,\
+             bg_unbound_us=9600,bg_percpu_us=489000,fork_ns=284000,exit_ns=284000";
+    let (ok, j) = sim(
+        "tcg-idle-balance",
+        &[
+            "--machine",
+            "l2-8",
+            "--workload",
+            w,
+            "--cost",
+            "step_jitter=0.05",
+            "--cost",
+            "tcg_slowdown=5.3",
+            "--seed",
+            "26",
+        ],
+    );
+    assert!(ok, "{} {}", j["exit"], j["invariants"]);
+    assert_eq!(j["invariants"]["ok"], true);
+    assert!(
+        counter(&j, "newidle_skips_cost") > 0,
+        "no balance was skipped"
+    );
+    assert!(
+        counter(&j, "idle_balance_kicks") > 0,
+        "no idle CPU was kicked"
+    );
+    assert!(
+        j["tcg"]["pauses"].as_u64().unwrap() > 0,
+        "no spin ended a turn"
     );
 }

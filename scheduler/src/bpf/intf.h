@@ -201,6 +201,9 @@ enum mosaic_stat {
 	STAT_PERIODIC_PULLS, /* --no-shared-runq: after a periodic balance, the
 				next dispatch took a task from the heaviest
 				CPU */
+	STAT_IDLE_BALANCE_KICKS, /* --no-shared-runq: a busy CPU with a waiter
+				    kicked an idle CPU to balance without the
+				    newidle gates (steal.bpf.c) */
 	STAT_SHORT_SLICES, /* pinned tasks: a task started with a shorter slice,
 			      more than CPU_QUEUE_FULL_SLICES (intf.h) waiting
 			      on its CPU's own queue */

@@ -348,6 +348,7 @@ void BPF_STRUCT_OPS(mosaic_tick, struct task_struct *p)
 
 	weight_flush();
 	periodic_balance_tick(cpu, now);
+	idle_balance_tick(cpu, now);
 	if (!tctx)
 		return;
 	ran = task_ran(tctx, now);

@@ -705,6 +705,9 @@ static __always_inline bool llc_balance_pull(s32 cpu);
 /* per-CPU queues: the periodic balance's tick half, and its pull */
 static __always_inline void periodic_balance_tick(s32 cpu, u64 now);
 static __always_inline bool periodic_balance_pull(s32 cpu);
+/* per-CPU queues: a busy CPU's tick kicks an idle one to balance */
+static __always_inline void idle_balance_tick(s32 cpu, u64 now);
+static __always_inline bool idle_balance_take(s32 cpu);
 
 /* wakeup.bpf.c: wakeup placement (seeds 001, 002) */
 static s32 pick_wake_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev,

@@ -989,7 +989,10 @@ static __always_inline bool pull_busiest_cpu_queue(s32 cpu, bool idle_work)
 	/* the seed's design covers the LLC with its index: nothing above */
 	if (seed_runq && nr_llcs <= 1)
 		return false;
-	if (!overload_up() && !no_overload_gate) {
+	/* an idle balance (idle_balance_tick()) passes every gate */
+	if (idle_balance_take(cpu))
+		idle_work = true;
+	else if (!overload_up() && !no_overload_gate) {
 		stat_inc(STAT_NEWIDLE_SKIPS_OVERLOAD);
 		return false;
 	}

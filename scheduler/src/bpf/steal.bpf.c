@@ -833,3 +833,59 @@ static __always_inline bool periodic_balance_pull(s32 cpu)
 	cpu_load_move(from, cpu, moved, share);
 	return moved;
 }
+
+/*
+ * Idle balance (per-CPU queues).
+ * WHAT: a CPU whose newidle balance was skipped (its gates, above) or found
+ * nothing idles; a task queued later behind a busy CPU's running one would
+ * wait there while it idles. The kernel balances idle CPUs from a busy one's
+ * tick (nohz_balancer_kick(): a CPU with two runnable tasks or more kicks an
+ * idle one, which runs rebalance_domains() as CPU_IDLE, without the newidle
+ * balance's average-idle and cost gates).
+ * HOW: ops.tick on a CPU whose own queue holds a waiter, at most once per
+ * interval per LLC (its CPU count in ms, as sd->balance_interval starts at
+ * the domain's weight), claims an idle CPU of its LLC, else of the machine,
+ * marks it due and kicks it; its dispatch then runs the newidle balance's
+ * pull without those two gates.
+ * WHY: under single-threaded TCG a newidle balance that spans a vCPU's time
+ * off the host thread costs milliseconds on the guest's clock, and the cost
+ * gate then skips that CPU's balances for seconds: the simulator's model of
+ * the VM left CPUs idle for 20-37 ms while tasks waited in their LLC.
+ */
+u64 idle_balance_next_at[MAX_LLCS];
+u8 idle_balance_due[MAX_CPUS];
+
+/* The busy CPU @cpu's tick at @now: kick an idle CPU to balance, if due. */
+static __always_inline void idle_balance_tick(s32 cpu, u64 now)
+{
+	u32 llc = llc_of(cpu) & (MAX_LLCS - 1);
+	const struct cpumask *online;
+	s32 idle;
+
+	if (!cpu_queues_only() || time_before(now, idle_balance_next_at[llc]) ||
+	    !scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)))
+		return;
+	idle_balance_next_at[llc] = now + (u64)llc_nr_cpus[llc] * 1000000ULL;
+	idle = scx_bpf_pick_idle_cpu(llc_cpus(llc), 0);
+	if (idle < 0 && nr_llcs > 1) {
+		online = scx_bpf_get_online_cpumask();
+		idle = scx_bpf_pick_idle_cpu(online, 0);
+		scx_bpf_put_cpumask(online);
+	}
+	if (idle < 0)
+		return;
+	idle_balance_due[idle & (MAX_CPUS - 1)] = 1;
+	stat_inc(STAT_IDLE_BALANCE_KICKS);
+	kick_claimed(idle);
+}
+
+/* Whether @cpu was kicked for an idle balance (clears the mark). */
+static __always_inline bool idle_balance_take(s32 cpu)
+{
+	u8 *due = &idle_balance_due[cpu & (MAX_CPUS - 1)];
+
+	if (!*due)
+		return false;
+	*due = 0;
+	return true;
+}

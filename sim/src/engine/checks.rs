@@ -2,7 +2,7 @@
 //! an LLC) and those at the end of a run (every task finished, every
 //! ops.enqueue matched by an insert or still held).
 use super::state::{Ev, Loc, TState};
-use super::tcg::awaits_turn;
+use super::tcg::{awaits_turn, tcg_round_ns};
 use super::Engine;
 use crate::ffi;
 
@@ -24,7 +24,7 @@ impl Engine {
     /// a violation for each task that waited past idle_bound_ns while a CPU
     /// it may use in its LLC idled the whole time.
     fn stall_and_idle_checks(&mut self, now: u64) -> Vec<String> {
-        let bound = self.cfg.idle_bound_ns;
+        let bound = self.cfg.idle_bound_ns + tcg_round_ns(self);
         let mut msgs = Vec::new();
         for (i, t) in self.tasks.iter().enumerate() {
             if t.state != TState::Queued {

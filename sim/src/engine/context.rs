@@ -54,6 +54,9 @@ impl Engine {
         let (kfuncs, iters) = (self.kfuncs_run, loop_iters());
         let decision = self.tracer.is_some().then(|| self.trace_before()).flatten();
         self.call_began = Some((kfuncs, iters, self.cpus[self.cur_cpu].overhead));
+        if let Some(t) = self.tcg.as_mut() {
+            t.spin_ns = 0;
+        }
         let r = self.lend(|| f(&ops));
         self.call_began = None;
         if let Some(d) = decision {
@@ -83,7 +86,8 @@ impl Engine {
         let work = (self.kfuncs_run - kfuncs) + (loop_iters() - iters);
         let ns = work as f64 * self.cfg.costs.bpf_work_ns
             + (self.cpus[self.cur_cpu].overhead - overhead).max(0.0);
-        self.now + (ns * self.tcg_slowdown()) as u64
+        let spins = self.tcg.as_ref().map_or(0, |t| t.spin_ns);
+        self.now + (ns * self.tcg_slowdown()) as u64 + spins
     }
 
     /// With --trace, before a callback that places a task (select_cpu,
@@ -113,7 +117,7 @@ impl Engine {
 }
 
 /// Loop iterations the scheduler's C code ran so far (shim.h counts them).
-fn loop_iters() -> u64 {
+pub(super) fn loop_iters() -> u64 {
     // SAFETY: a plain read of a counter that only the C code on this thread
     // writes, and none of it runs now.
     unsafe { crate::ffi::sim_loop_iters_read() }

@@ -274,6 +274,11 @@ pub(super) fn activate(e: &mut Engine, t: usize, cpu: usize, ctx_cpu: usize, enq
     set_ctx(e, ctx_cpu, Ctx::Other);
     e.call(|o| unsafe { (o.runnable)(p, enq_flags) });
     do_enqueue(e, t, cpu, ctx_cpu, enq_flags);
+    // wakeup_preempt(): the woken task's class is above the idle class, so
+    // an idle CPU reschedules, whatever DSQ the task went to
+    if e.cpus[cpu].curr.is_none() {
+        e.resched(cpu, ctx_cpu);
+    }
 }
 
 /// @ins with enqueue flags @enq_flags added.
@@ -745,6 +750,23 @@ mod tests {
         assert_eq!(e.cpus[3].curr, Some(0), "schedule did not consume global");
         assert_eq!(e.tasks[0].cpu, 3);
         assert_eq!(e.dsq_len(ffi::SCX_DSQ_GLOBAL), 0);
+    }
+
+    #[test]
+    fn a_wakeup_onto_an_idle_runqueue_reschedules_it_whatever_the_dsq() {
+        // the task goes to the global DSQ, not CPU 1's local one: CPU 1,
+        // idle, is rescheduled all the same (wakeup_preempt()) and runs it
+        let mut e = with_tasks("1llc", vec![(1, vec![Step::Run(1000)])]);
+        wake(&mut e, 0, 2, false);
+        assert_eq!(e.tasks[0].loc, Loc::Dsq(ffi::SCX_DSQ_GLOBAL));
+        assert!(
+            e.cpus[1].resched_pending,
+            "the idle runqueue was not kicked"
+        );
+        assert!(!e.cpus[0].resched_pending && !e.cpus[3].resched_pending);
+        run_until(&mut e, 1_000_000);
+        assert_eq!(e.tasks[0].state, TState::Dead, "the task never ran");
+        assert_eq!(e.tasks[0].cpu, 1);
     }
 
     #[test]

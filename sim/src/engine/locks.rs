@@ -16,6 +16,9 @@ impl Engine {
     /// Acquire @lock from @cpu at now + overhead already accrued; charges the
     /// wait and hold (plus the line transfer from the last holder) to @cpu.
     pub(super) fn lock(&mut self, which: LockId, cpu: usize, hold: f64) {
+        if let LockId::Rq(owner) = which {
+            super::tcg::spin(self, owner, cpu);
+        }
         let at = self.now + self.cpus[cpu].overhead as u64;
         let last = self.lock_ref(which).last_cpu;
         let xfer = self.cfg.costs.line(self.m.dist(cpu, last));

@@ -114,7 +114,7 @@ impl Engine {
                          "loop_iterations": self.bpf_work.loop_iterations,
                          "per_callback": self.bpf_work.per_callback()},
             "costs": self.cfg.costs,
-            "tcg": self.tcg.as_ref().map_or(Value::Null, |t| json!({"turns": t.turns, "kicks": t.kicks})),
+            "tcg": self.tcg.as_ref().map_or(Value::Null, |t| json!({"turns": t.turns, "kicks": t.kicks, "pauses": t.pauses})),
         });
         Outcome { json, ok }
     }
