@@ -859,14 +859,16 @@ u8 idle_balance_due[MAX_CPUS];
 static __always_inline void idle_balance_tick(s32 cpu, u64 now)
 {
 	u32 llc = llc_of(cpu) & (MAX_LLCS - 1);
-	const struct cpumask *online;
-	s32 idle;
+	const struct cpumask *online, *own;
+	s32 idle = -1;
 
 	if (!cpu_queues_only() || time_before(now, idle_balance_next_at[llc]) ||
 	    !scx_bpf_dsq_nr_queued(cpu_dsq_id(cpu)))
 		return;
 	idle_balance_next_at[llc] = now + (u64)llc_nr_cpus[llc] * 1000000ULL;
-	idle = scx_bpf_pick_idle_cpu(llc_cpus(llc), 0);
+	own = llc_cpus(llc);
+	if (own)
+		idle = scx_bpf_pick_idle_cpu(own, 0);
 	if (idle < 0 && nr_llcs > 1) {
 		online = scx_bpf_get_online_cpumask();
 		idle = scx_bpf_pick_idle_cpu(online, 0);
