@@ -836,21 +836,21 @@ static __always_inline bool periodic_balance_pull(s32 cpu)
 
 /*
  * Idle balance (per-CPU queues).
- * WHAT: a CPU whose newidle balance was skipped (its gates, above) or found
- * nothing idles; a task queued later behind a busy CPU's running one would
- * wait there while it idles. The kernel balances idle CPUs from a busy one's
- * tick (nohz_balancer_kick(): a CPU with two runnable tasks or more kicks an
- * idle one, which runs rebalance_domains() as CPU_IDLE, without the newidle
+ * WHAT: a CPU whose newidle balance was skipped (its gates, shard.bpf.c) or
+ * found nothing idles; a task queued later behind a busy CPU's running one
+ * would wait there while it idles. The kernel balances idle CPUs from a busy
+ * one's tick (nohz_balancer_kick(): a CPU with two runnable tasks or more kicks
+ * an idle one, which runs rebalance_domains() as CPU_IDLE, without the newidle
  * balance's average-idle and cost gates).
  * HOW: ops.tick on a CPU whose own queue holds a waiter, at most once per
  * interval per LLC (its CPU count in ms, as sd->balance_interval starts at
  * the domain's weight), claims an idle CPU of its LLC, else of the machine,
  * marks it due and kicks it; its dispatch then runs the newidle balance's
- * pull without those two gates.
+ * pull past every gate (the overload flag's too: its tick saw the waiter).
  * WHY: under single-threaded TCG a newidle balance that spans a vCPU's time
  * off the host thread costs milliseconds on the guest's clock, and the cost
  * gate then skips that CPU's balances for seconds: the simulator's model of
- * the VM left CPUs idle for 20-37 ms while tasks waited in their LLC.
+ * the VM left CPUs idle for 20-51 ms while tasks waited in their LLC.
  */
 u64 idle_balance_next_at[MAX_LLCS];
 u8 idle_balance_due[MAX_CPUS];
