@@ -641,8 +641,13 @@ pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
 /// off) and stay on it: a tick served late, or restarted after idle, is
 /// forwarded to the grid (hrtimer_forward()), not set a period after now.
 pub(super) fn next_tick(e: &Engine) -> u64 {
-    let tick = 1_000_000_000 / e.cfg.hz;
+    let tick = tick_ns(e);
     (e.now / tick + 1) * tick
+}
+
+/// The tick's period (ns), 1 / HZ.
+pub(super) fn tick_ns(e: &Engine) -> u64 {
+    1_000_000_000 / e.cfg.hz
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@
 //!   simulator is held to; a hardware-like model runs every CPU at once, so
 //!   a CPU that idles there finds the other LLC's queue drained, where in the
 //!   VM its vCPUs sit frozen with their queues full.
-use super::kernel::{next_tick, settle_work, start_segment};
+use super::kernel::{next_tick, settle_work, start_segment, tick_ns};
 use super::state::Ev;
 use super::Engine;
 
@@ -124,7 +124,7 @@ pub(super) fn awaits_turn(e: &Engine, cpu: usize, since: u64) -> bool {
 /// conservation allows the scheduler that much more (checks.rs).
 pub(super) fn tcg_round_ns(e: &Engine) -> u64 {
     match e.tcg {
-        Some(_) => (e.cpus.len() as u64 - 1) * (1_000_000_000 / e.cfg.hz),
+        Some(_) => (e.cpus.len() as u64 - 1) * tick_ns(e),
         None => 0,
     }
 }
@@ -259,10 +259,9 @@ pub(super) fn spin(e: &mut Engine, owner: usize, cpu: usize) {
         .count() as u64;
     // each turn ahead ends at a host timer, the first at the next tick of
     // the grid; then @owner finishes the scheduling code it was in
-    let tick = 1_000_000_000 / e.cfg.hz;
     let turns = match ahead {
         0 => 0,
-        k => next_tick(e) - e.now + (k - 1) * tick,
+        k => next_tick(e) - e.now + (k - 1) * tick_ns(e),
     };
     let release = (e.cpus[owner].overhead * e.cfg.costs.tcg_slowdown) as u64;
     let tcg = e.tcg.as_mut().unwrap();
