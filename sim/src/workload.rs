@@ -407,7 +407,8 @@ impl Hackbench {
         // A message's cost to its writer and its reader together; how it
         // splits between them is measured (scripts/msg-cost).
         let per_byte = size / 64;
-        let message_ns = if pipe { 900 } else { 1620 } + 2 * per_byte * 20;
+        let fixed_ns = if pipe { 900 } else { 1620 };
+        let message_ns = fixed_ns + 2 * per_byte * 20;
         let write_per_read = if pipe {
             WRITE_PER_READ_PIPE
         } else {
