@@ -117,6 +117,10 @@ pub struct RunArgs {
     /// empty: to the end).
     #[arg(long, value_name = "FROM:TO", value_parser = parse_window)]
     pub trace_window: Option<(u64, u64)>,
+    /// Also write the scheduler's counters per this many ms of simulated
+    /// time into the JSON (`timeline`: each counter's increase per period).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeline_ms: Option<u64>,
     /// Seed of the run's random choices.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
@@ -217,6 +221,7 @@ fn run(a: &RunArgs) -> Result<i32> {
         idle_bound_ns: 20_000_000,
         ops_flags_or: loaded.ops_flags,
         group_balancer: loaded.gb,
+        timeline_ns: a.timeline_ms.unwrap_or(0) * 1_000_000,
     };
     let label = a.label.clone().unwrap_or_else(|| {
         if a.sched.is_empty() {

@@ -89,6 +89,13 @@ pub struct Costs {
     /// slower, with no SMT sharing and no caches to refill; 0 (default):
     /// hardware, every CPU at once.
     pub tcg_slowdown: f64,
+    /// Under TCG (tcg_slowdown > 0), what loading another process's address
+    /// space costs the guest, ns of guest time (not stretched by the
+    /// slowdown): QEMU keeps no TLB tags, so a CR3 load empties its software
+    /// TLB and the pages the next task touches are walked again.
+    /// scripts/switch-cost measures it in the guest; 0 (default): nothing
+    /// beyond the context switch's own cost.
+    pub tcg_mm_switch_ns: f64,
 }
 
 impl Default for Costs {
@@ -118,6 +125,7 @@ impl Default for Costs {
             balance_scan_ns: 0.0,
             step_jitter: 0.0,
             tcg_slowdown: 0.0,
+            tcg_mm_switch_ns: 0.0,
         }
     }
 }
@@ -164,6 +172,7 @@ impl Costs {
             "balance_scan_ns" => &mut self.balance_scan_ns,
             "step_jitter" => &mut self.step_jitter,
             "tcg_slowdown" => &mut self.tcg_slowdown,
+            "tcg_mm_switch_ns" => &mut self.tcg_mm_switch_ns,
             "line_smt_ns" => &mut self.line_ns[1],
             "line_l2_ns" => &mut self.line_ns[2],
             "line_llc_ns" => &mut self.line_ns[3],

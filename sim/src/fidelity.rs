@@ -529,11 +529,8 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
             let workload = workload.as_str();
             let hw = simulate_seeds(exe, dir, preset, workload, seed, &[])?;
             let fit = &fits[name];
-            let cost = [format!("tcg_slowdown={:.3}", fit.slowdown)];
-            let tcg_workload = match fit.fork_ns {
-                Some(f) => format!("{workload},fork_ns={f},exit_ns={f}"),
-                None => workload.to_string(),
-            };
+            let cost = host_thread_costs(fit.slowdown);
+            let tcg_workload = with_fork(workload, fit.fork_ns);
             let tcg = simulate_seeds(exe, dir, preset, &tcg_workload, seed, &cost)?;
             let vm_wall = median(vm_walls(runs, name));
             if let (Some(v), Some(h), Some(t)) = (
@@ -1192,6 +1189,107 @@ fn host_thread_fit(wall: f64, own: Option<f64>, t1: f64, p1: f64, e1: f64) -> Ho
     }
 }
 
+/// What loading another process's address space costs the guest under
+/// TCG, ns of guest time (the host-thread model's `tcg_mm_switch_ns`):
+/// scripts/switch-cost on `1llc`, perf bench sched pipe on one vCPU, a round
+/// trip of two processes 101.6 us against 28.7 us as two threads (medians
+/// of 5 runs, one boot, TCG, noisy), so 36.5 us at each of its two switches
+/// (an earlier boot, 3 runs: 100.1 against 26.8 us).
+const TCG_MM_SWITCH_NS: u64 = 36_500;
+
+/// The host-thread model's cost options at slowdown @slowdown.
+fn host_thread_costs(slowdown: f64) -> Vec<String> {
+    vec![
+        format!("tcg_slowdown={slowdown:.3}"),
+        format!("tcg_mm_switch_ns={TCG_MM_SWITCH_NS}"),
+    ]
+}
+
+/// @workload with a fork (and a worker's exit) costing @fork_ns, if given.
+fn with_fork(workload: &str, fork_ns: Option<u64>) -> String {
+    match fork_ns {
+        Some(f) => format!("{workload},fork_ns={f},exit_ns={f}"),
+        None => workload.to_string(),
+    }
+}
+
+/// Rounds of refine_fit(): each moves S by about the address-space loads'
+/// share of the time (under a tenth), so three leave it within 0.1 %.
+const REFINE_ROUNDS: usize = 3;
+
+/// Refine @fit, fitted at S = 1 without the guest-time costs
+/// (host_thread_fit()), on the host-thread model itself: run it at the fit
+/// and scale S by the time it was fitted on over the model's - for a
+/// program with a start-up, the VM's own time @own less its start-up
+/// (@startup: its wall time less its own) over the model's time less its
+/// start-up and exits; else the own time over the model's - and the fork's
+/// cost by the VM's start-up over the model's. A cost in guest
+/// time, which S does not stretch (the address-space loads), makes the
+/// model's time S times its work plus a constant: a fit at S = 1 scaled
+/// that constant too.
+fn refine_fit(
+    fit: &mut HostThreadFit,
+    exe: &Path,
+    dir: &Path,
+    workload: &str,
+    seed: u64,
+    startup: f64,
+    own: f64,
+) -> Result<()> {
+    for _ in 0..REFINE_ROUNDS {
+        let w = with_fork(workload, fit.fork_ns);
+        let sims = simulate_seeds(
+            exe,
+            dir,
+            CALIBRATION_PRESET,
+            &w,
+            seed,
+            &host_thread_costs(fit.slowdown),
+        )?;
+        let at = |k: &str| {
+            median(
+                sims.iter()
+                    .filter_map(|s| s["workload"][k].as_f64())
+                    .collect(),
+            )
+            .unwrap_or(0.0)
+        };
+        let Some(t) = median_workload_time(&sims) else {
+            break;
+        };
+        if !refit_step(fit, own, startup, t, at("startup_s"), at("exits_s")) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// One step of refine_fit(): @fit's S and fork cost scaled by the VM's
+/// times (@own, @startup) over the model's at the fit (@t, its start-up @p,
+/// its exits @exits_hw in hardware time, which S stretches); false when a
+/// time to scale by is missing.
+fn refit_step(
+    fit: &mut HostThreadFit,
+    own: f64,
+    startup: f64,
+    t: f64,
+    p: f64,
+    exits_hw: f64,
+) -> bool {
+    let (vm, model) = match fit.fork_ns {
+        Some(_) => (own - startup, t - p - exits_hw * fit.slowdown),
+        None => (own, t),
+    };
+    if vm <= 0.0 || model <= 0.0 {
+        return false;
+    }
+    fit.slowdown = (fit.slowdown * vm / model).max(1.0);
+    if let (Some(f), true) = (fit.fork_ns, p > 0.0) {
+        fit.fork_ns = Some((f as f64 * startup / p).round() as u64);
+    }
+    true
+}
+
 /// Why the host-thread model's exit costs as much as its fork: both walk
 /// the process's page tables (copy_page_range() at fork, the unmap at exit),
 /// which TCG runs slowly for a program of many mappings. The VM's own time
@@ -1239,8 +1337,12 @@ fn tcg_calibration(
                     .collect(),
             )
             .unwrap_or(0.0);
+            let own = median(vm_owns(runs, name));
             if let Some(t) = median_workload_time(&sims).filter(|t| *t > 0.0) {
-                fit = host_thread_fit(vm, median(vm_owns(runs, name)), t, startup, exits);
+                fit = host_thread_fit(vm, own, t, startup, exits);
+            }
+            if let (true, Some(own)) = (fit.on_own, own) {
+                refine_fit(&mut fit, exe, dir, &workload, seed, vm - own, own)?;
             }
         }
         out.insert(name.clone(), fit);
@@ -1308,8 +1410,9 @@ fn tcg_summary(
         format!(
             "S is fitted per workload on `{CALIBRATION_PRESET}`'s own time (the time the \
              program reports, from its start barrier to its last worker reaped: the VM's median \
-             less its exits over the model's at S = 1 less its start-up and exits, its median \
-             over the {SEEDS} seeds: {}), and a fork's cost on the start-up (the VM's wall time \
+             less its exits over the model's less its start-up and exits, its median over the \
+             {SEEDS} seeds, first at S = 1, then {REFINE_ROUNDS} times at the fit, since the \
+             address-space loads do not stretch: {}), and a fork's cost on the start-up (the VM's wall time \
              less its own time: the program's exec and its forks, all charged to the forks, in \
              hardware time: {}; the hardware model's fork costs {} µs); {EXIT_LIKE_FORK}",
             s.join(", "),
@@ -1334,12 +1437,15 @@ fn tcg_summary(
          turn ends when its vCPU idles, when a host timer (a tick) kicks it off the thread, or \
          when it spins on the runqueue lock of a vCPU kicked off the thread in its scheduling \
          code (QEMU's PAUSE helper yields the thread; docs/testing.md), and the guest's work and \
-         overheads take S times their hardware time. {fit}; \
+         overheads take S times their hardware time, but for the load of another process's \
+         address space at a switch, which costs {:.1} µs of guest time (QEMU keeps no TLB tags, \
+         so a CR3 load empties its software TLB; measured by scripts/switch-cost). {fit}; \
          the model is tested on the other presets' cells, which no fit saw. There, on the {n} \
          cells non-trivial in either model, the host-thread model agrees on {on_tcg} ({:.0} %), \
          the hardware model on {on_base} ({:.0} %), each by its median over the seeds; rows where \
          the two differ: {}. Wall time across the presets (a simulated one: the median over the \
          seeds): {}.",
+        TCG_MM_SWITCH_NS as f64 / 1e3,
         on_tcg as f64 * 100.0 / n.max(1) as f64,
         on_base as f64 * 100.0 / n.max(1) as f64,
         if by_row.is_empty() {
@@ -1635,6 +1741,39 @@ mod tests {
             s.contains("in hardware time: w 150 µs; the hardware model's fork costs 60 µs"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn refitting_at_the_fit_finds_s_when_guest_time_costs_do_not_stretch() {
+        // a model whose message phase takes S x 0.5 s of work plus 0.3 s of address-space
+        // loads (guest time), whose start-up is S times its forks' hardware time and whose
+        // exits cost 0.02 s of hardware time: the VM's own time 4.4 s less its 0.3 s
+        // start-up needs 0.5 S + 0.3 = 4.1, S = 7.6, and a start-up of 0.3 s forks of
+        // 0.3 / 7.6 s
+        let model = |s: f64, fork_ns: f64| {
+            let p = s * fork_ns / 1e9;
+            let e_hw = 0.02;
+            (s * 0.5 + 0.3 + p + e_hw * s, p, e_hw)
+        };
+        let mut fit = HostThreadFit {
+            slowdown: 8.2,
+            fork_ns: Some(40_000_000),
+            on_own: true,
+        };
+        for _ in 0..REFINE_ROUNDS {
+            let (t, p, e) = model(fit.slowdown, fit.fork_ns.unwrap() as f64);
+            assert!(refit_step(&mut fit, 4.4, 0.3, t, p, e));
+        }
+        assert!((fit.slowdown - 7.6).abs() < 0.0076, "{fit:?}");
+        let (_, p, _) = model(fit.slowdown, fit.fork_ns.unwrap() as f64);
+        assert!(
+            (p - 0.3).abs() < 0.001,
+            "start-up {p} against the VM's 0.3 s"
+        );
+        // nothing to scale by: the fit stays
+        let before = fit.slowdown;
+        assert!(!refit_step(&mut fit, 0.2, 0.3, 5.0, 0.3, 0.02));
+        assert_eq!(fit.slowdown, before);
     }
 
     #[test]

@@ -64,7 +64,7 @@ impl Opts {
 }
 
 pub const WORKLOADS: &[(&str, &str)] = &[
-    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do; a fork costs fork_ns=60000),write_space=0 (1: a socket wakes its blocked writers only once a read leaves a quarter of its buffer, as unix_write_space() does)"),
+    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do; a fork costs fork_ns=60000),write_space=0 (1: a socket wakes its blocked writers only once a read leaves a quarter of its buffer, as unix_write_space() does),write_ns=,read_ns= (a message's cost to its writer and to its reader, ns of hardware time; by default the model's cost per message split by the host's ratio, scripts/msg-cost)"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0,bg_during=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods; bg_during=1: and on while the workload runs)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
@@ -437,8 +437,8 @@ impl Hackbench {
             loops,
             chans: vec![Chan::new(cap, space_at); groups * fds],
             role,
-            write_ns,
-            read_ns: message_ns - write_ns,
+            write_ns: o.get("write_ns", write_ns),
+            read_ns: o.get("read_ns", message_ns - write_ns),
             pending: vec![Vec::new(); n],
             ws: 16 << 10,
             threads: o.get("threads", 0) != 0,

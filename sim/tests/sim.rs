@@ -928,3 +928,41 @@ fn busy_cpus_ticks_kick_idle_cpus_past_their_newidle_gates() {
         "no spin ended a turn"
     );
 }
+
+#[test]
+fn a_timeline_adds_up_to_the_run_and_changes_nothing_else() {
+    // --timeline-ms samples the counters as the run goes (scripts/vm-timeline puts them
+    // beside the VM's live lines): each counter's increases over the periods add up to its
+    // total, there is one period per 2 ms begun (the run lasts ~20 ms), and the run itself
+    // is the one without it
+    let args = [
+        "--machine",
+        "2llc-smt",
+        "--workload",
+        "hackbench:groups=2,loops=50,startup=1",
+        "--seed",
+        "3",
+    ];
+    let (ok, plain) = sim("timeline-off", &args);
+    let mut with = args.to_vec();
+    with.extend(["--timeline-ms", "2"]);
+    let (ok2, mut j) = sim("timeline-on", &with);
+    assert!(ok && ok2);
+    let t = j
+        .as_object_mut()
+        .unwrap()
+        .remove("timeline")
+        .expect("timeline");
+    assert_eq!(j, plain, "sampling the counters changed the run");
+    assert_eq!(t["period_ms"], 2);
+    let periods = (j["completion_time_s"].as_f64().unwrap() * 500.0).floor() as usize + 1;
+    assert!(periods >= 5, "{periods} periods");
+    let moved = t["counters"].as_object().unwrap();
+    assert!(moved.contains_key("dispatch_empty"), "{moved:?}");
+    for (k, steps) in moved {
+        let steps = steps.as_array().unwrap();
+        assert_eq!(steps.len(), periods, "{k}");
+        let sum: u64 = steps.iter().map(|x| x.as_u64().unwrap()).sum();
+        assert_eq!(sum, counter(&j, k), "{k}");
+    }
+}

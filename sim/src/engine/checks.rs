@@ -17,6 +17,10 @@ impl Engine {
         if let Some(tr) = &mut self.tracer {
             tr.counts(now, self.nr_waiting, self.nr_idle);
         }
+        if self.cfg.timeline_ns > 0 && now.is_multiple_of(self.cfg.timeline_ns) {
+            let row = self.counter_row();
+            self.timeline.push(row);
+        }
         self.push(now + 1_000_000, Ev::Check);
     }
 

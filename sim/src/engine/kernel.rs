@@ -550,6 +550,13 @@ fn pick_next(e: &mut Engine, cpu: usize) {
             }
         }
     }
+    if e.tasks[t].spec.mm_switch {
+        if e.tcg.is_some() && e.cpus[cpu].mm != Some(t) {
+            // guest time: the overhead is stretched by the slowdown later
+            ovh += c.tcg_mm_switch_ns / e.tcg_slowdown();
+        }
+        e.cpus[cpu].mm = Some(t);
+    }
     e.tasks[t].last_ran = Some(cpu);
     e.cpus[cpu].overhead += ovh;
     e.cpus[cpu].curr = Some(t);

@@ -100,6 +100,8 @@ pub struct Engine {
     pub violations: Vec<String>,
     /// --trace's recorder (trace.rs)
     tracer: Option<Box<crate::trace::Tracer>>,
+    /// --timeline-ms: the counters (summed over CPUs) at each sample
+    timeline: Vec<Vec<u64>>,
     group_llc_ns: BTreeMap<usize, Vec<u64>>,
     wakeups_remote_lock: u64,
     wakeups_queued: u64,
@@ -173,6 +175,7 @@ impl Engine {
             custody_dequeued: 0,
             violations: Vec::new(),
             tracer: cfg.trace.map(|l| Box::new(crate::trace::Tracer::new(l, n))),
+            timeline: Vec::new(),
             group_llc_ns: BTreeMap::new(),
             wakeups_remote_lock: 0,
             wakeups_queued: 0,
@@ -361,6 +364,7 @@ pub(crate) mod tests {
             idle_bound_ns: 20_000_000,
             ops_flags_or: 0,
             group_balancer: None,
+            timeline_ns: 0,
         };
         let m = Machine::preset(machine).unwrap();
         let n = m.nr_cpus();

@@ -38,13 +38,46 @@ impl Engine {
             .collect()
     }
 
+    /// The scheduler's counters summed over the CPUs (maxima: their largest).
+    pub(super) fn counter_row(&self) -> Vec<u64> {
+        self.maps.combine_percpu("stats", |i| {
+            crate::intf::STATS.get(i).is_some_and(|s| s.is_max)
+        })
+    }
+
+    /// --timeline-ms: each counter's increase per sample period, up to the
+    /// run's end (@last: the counters then), for the counters that moved;
+    /// None when not sampled.
+    fn timeline_json(&self, last: &[u64]) -> Option<Value> {
+        if self.cfg.timeline_ns == 0 {
+            return None;
+        }
+        let mut rows = vec![vec![0; last.len()]];
+        rows.extend(self.timeline.iter().cloned());
+        rows.push(last.to_vec());
+        let mut counters = serde_json::Map::new();
+        for (i, s) in crate::intf::STATS.iter().enumerate() {
+            if s.is_max {
+                continue;
+            }
+            let at = |r: &Vec<u64>| r.get(i).copied().unwrap_or(0);
+            let steps: Vec<u64> = rows
+                .windows(2)
+                .map(|w| at(&w[1]).saturating_sub(at(&w[0])))
+                .collect();
+            if steps.iter().any(|&d| d > 0) {
+                counters.insert(crate::intf::STAT_NAMES[i].to_string(), json!(steps));
+            }
+        }
+        Some(json!({"period_ms": self.cfg.timeline_ns / 1_000_000, "counters": counters}))
+    }
+
     /// The result JSON of a run that ended at @end with exit @kind/@msg.
     pub(super) fn report(&mut self, end: u64, kind: i32, msg: &str, label: &str) -> Outcome {
         let completed = self.end_checks(end, kind);
         let names = crate::intf::STAT_NAMES;
-        let stats = self.maps.combine_percpu("stats", |i| {
-            crate::intf::STATS.get(i).is_some_and(|s| s.is_max)
-        });
+        let stats = self.counter_row();
+        let timeline = self.timeline_json(&stats);
         let mut counters = serde_json::Map::new();
         for (i, n) in names.iter().enumerate() {
             counters.insert(n.to_string(), json!(stats.get(i).copied().unwrap_or(0)));
@@ -116,6 +149,10 @@ impl Engine {
             "costs": self.cfg.costs,
             "tcg": self.tcg.as_ref().map_or(Value::Null, |t| json!({"turns": t.turns, "kicks": t.kicks, "pauses": t.pauses})),
         });
+        let mut json = json;
+        if let Some(t) = timeline {
+            json["timeline"] = t;
+        }
         Outcome { json, ok }
     }
 }

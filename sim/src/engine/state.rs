@@ -221,6 +221,10 @@ pub(super) struct Cpu {
     pub(super) idle_since: Option<u64>,
     pub(super) rq_lock: Lock,
     pub(super) busy_ns: u64,
+    /// the task whose address space the CPU last loaded (a task with its own
+    /// mm, TaskSpec::mm_switch); others run on the one loaded (kernel
+    /// threads borrow it, a process's threads share theirs)
+    pub(super) mm: Option<usize>,
 }
 
 impl Cpu {
@@ -240,6 +244,7 @@ impl Cpu {
             idle_since: Some(0),
             rq_lock: Lock::default(),
             busy_ns: 0,
+            mm: None,
         }
     }
 }
@@ -300,6 +305,9 @@ pub struct Config {
     pub ops_flags_or: u64,
     /// the group balancer's userspace half, with --gb-parent (group.rs)
     pub group_balancer: Option<scx_mosaic::tunables::GroupPlan>,
+    /// --timeline-ms: the scheduler's counters sampled every this many ns,
+    /// a multiple of the periodic check's millisecond (0: not sampled)
+    pub timeline_ns: u64,
 }
 
 /// The C side's struct cpumask size for @n CPUs, in u64 words.

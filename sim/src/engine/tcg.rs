@@ -33,7 +33,9 @@
 //!   cost, shard.bpf.c). docs/testing.md gives the VM's count.
 //!   Guest time is host time, and every instruction of the guest costs
 //!   `tcg_slowdown` times its hardware time: work and overheads stretch by
-//!   it.
+//!   it, but for the load of another process's address space at a switch,
+//!   which costs `tcg_mm_switch_ns` of guest time (QEMU's software TLB is
+//!   emptied; kernel.rs charges it).
 //! - WHY: the VM's counters (docs/sim-vm-counters.json) are what the
 //!   simulator is held to; a hardware-like model runs every CPU at once, so
 //!   a CPU that idles there finds the other LLC's queue drained, where in the
