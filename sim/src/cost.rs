@@ -96,6 +96,11 @@ pub struct Costs {
     /// scripts/switch-cost measures it in the guest; 0 (default): nothing
     /// beyond the context switch's own cost.
     pub tcg_mm_switch_ns: f64,
+    /// Whether a wakeup onto an idle CPU of the waker's cache domain goes
+    /// through that CPU's wake list (an IPI; the idle CPU enqueues), as
+    /// ttwu_queue_cond() does since the wakee-CPU-idle rule (Linux 6.0);
+    /// false: only wakeups across the cache boundary do.
+    pub ttwu_queue_idle: bool,
 }
 
 impl Default for Costs {
@@ -126,6 +131,7 @@ impl Default for Costs {
             step_jitter: 0.0,
             tcg_slowdown: 0.0,
             tcg_mm_switch_ns: 0.0,
+            ttwu_queue_idle: true,
         }
     }
 }
@@ -148,11 +154,16 @@ impl Costs {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("--cost wants key=value, got {kv:?}"))?;
-        if k == "ttwu_boundary" {
-            self.ttwu_boundary_l2 = match v {
-                "l2" => true,
-                "llc" => false,
-                _ => anyhow::bail!("ttwu_boundary is l2 or llc"),
+        let switch = match k {
+            "ttwu_boundary" => Some((&mut self.ttwu_boundary_l2, "l2", "llc")),
+            "ttwu_queue_idle" => Some((&mut self.ttwu_queue_idle, "1", "0")),
+            _ => None,
+        };
+        if let Some((slot, on, off)) = switch {
+            *slot = match v {
+                _ if v == on => true,
+                _ if v == off => false,
+                _ => anyhow::bail!("{k} is {on} or {off}"),
             };
             return Ok(());
         }

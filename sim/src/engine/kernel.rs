@@ -236,15 +236,21 @@ pub(super) fn wake_as(e: &mut Engine, t: usize, from: usize, sync: bool, fork: b
     }
     e.tasks[t].cpu = cpu;
     // the kernel's ttwu_queue_cond(): queue the wakeup on the target's
-    // wake list (IPI; the target does the enqueue) or take its rq lock
+    // wake list (IPI; the target does the enqueue) when the two CPUs share no
+    // cache, or when the target is idle with nothing on its runqueue
+    // (nr_running 0: the waker is likely busy, the idle CPU does the
+    // enqueue); else take its rq lock
     let costs = &e.cfg.costs;
     let share = if costs.ttwu_boundary_l2 {
         e.m.cpu(from).l2 == e.m.cpu(cpu).l2
     } else {
         e.m.cpu(from).llc == e.m.cpu(cpu).llc
     };
-    let queued =
-        !fork && e.ops_flags & ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP != 0 && cpu != from && !share;
+    let target_idle = e.cpus[cpu].curr.is_none() && e.cpus[cpu].local.is_empty();
+    let queued = !fork
+        && e.ops_flags & ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP != 0
+        && cpu != from
+        && (!share || (e.cfg.costs.ttwu_queue_idle && target_idle));
     if let Some(tr) = &mut e.tracer {
         tr.wake(e.now, from, t, cpu, queued);
     }
@@ -728,6 +734,30 @@ mod tests {
             (ffi::SCX_WAKE_TTWU | ffi::SCX_WAKE_SYNC, 3)
         );
         assert_eq!(e.wakeups_queued, 1);
+    }
+
+    #[test]
+    fn a_wakeup_onto_an_idle_cpu_of_the_llc_goes_through_its_wake_list() {
+        // ttwu_queue_cond(): CPU 2 shares the LLC with the waker's CPU 0 but
+        // is idle with nothing queued, so the wakeup is queued for it (an
+        // IPI); once it runs a task, the next wakeup there takes its rq lock
+        let steps = vec![Step::Run(1_000_000)];
+        let mut e = with_tasks("1llc", vec![(2, steps.clone()), (2, steps.clone())]);
+        e.ops.select_cpu = select_local;
+        e.ops_flags |= ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+        wake(&mut e, 0, 0, false);
+        assert_eq!((e.wakeups_queued, e.wakeups_remote_lock), (1, 0));
+        run_until(&mut e, 10_000);
+        assert_eq!(e.cpus[2].curr, Some(0));
+        wake(&mut e, 1, 0, false);
+        assert_eq!((e.wakeups_queued, e.wakeups_remote_lock), (1, 1));
+        // without the idle rule (kernels before 6.0): the rq lock
+        let mut e = with_tasks("1llc", vec![(2, steps)]);
+        e.ops.select_cpu = select_local;
+        e.ops_flags |= ffi::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+        e.cfg.costs.ttwu_queue_idle = false;
+        wake(&mut e, 0, 0, false);
+        assert_eq!((e.wakeups_queued, e.wakeups_remote_lock), (0, 1));
     }
 
     #[test]
