@@ -157,8 +157,23 @@ fn l2_locality_counters_move_on_seed_001_scenario() {
     assert!(counter(&off, "insert_direct_wide") > 0);
     assert_eq!(counter(&off, "insert_queued"), 0);
     // and the kernel model queues wakeups (SCX_OPS_ALLOW_QUEUED_WAKEUP, set
-    // by the loader) only beyond the LLC: none on this one-LLC machine
-    assert_eq!(on["wakeups"]["queued_ipi"], 0);
+    // by the loader) beyond the LLC and, inside it, only onto an idle CPU
+    // (ttwu_queue_cond()'s idle rule): without that rule, none on this
+    // one-LLC machine
+    assert!(on["wakeups"]["queued_ipi"].as_u64().unwrap() > 0);
+    let (ok, no_idle_rule) = sim(
+        "l2-no-idle-rule",
+        &[
+            "--machine",
+            "l2-8",
+            "--workload",
+            "rr:clients=3,loops=200",
+            "--cost",
+            "ttwu_queue_idle=0",
+        ],
+    );
+    assert!(ok);
+    assert_eq!(no_idle_rule["wakeups"]["queued_ipi"], 0);
 }
 
 #[test]
