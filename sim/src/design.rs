@@ -159,15 +159,16 @@ const WEIGHT_KEPT: f64 = 0.9;
 
 /// Runs the cost measures of every side (RNG seed @seed).
 pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
-    let one = |i: usize, m: &str, w: &str, side: usize, bare: bool| -> Result<Value> {
-        let json = dir.join(format!("design-cost-{i}-{side}.json"));
+    // @jitter: the seed rows' step jitter (the work runs, a median over seeds)
+    let run = |i: usize, m: &str, w: &str, side: usize, bare: bool, s: u64, jitter: bool| {
+        let json = dir.join(format!("design-cost-{i}-{side}-s{s}.json"));
         let mut args: Vec<String> = [
             "--machine",
             m,
             "--workload",
             w,
             "--seed",
-            &seed.to_string(),
+            &s.to_string(),
             "--json",
             &json.display().to_string(),
             &format!("--sched-arg={}", SIDES[side].1),
@@ -178,7 +179,13 @@ pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
         if bare {
             args.push(crate::machine::BARE_METAL_SCHED_ARG.to_string());
         }
+        if jitter {
+            args.push(format!("--cost=step_jitter={}", crate::report::STEP_JITTER));
+        }
         crate::report::run_sim(exe, &args, &json).with_context(|| format!("{m} {w}"))
+    };
+    let one = |i: usize, m: &str, w: &str, side: usize, bare: bool| -> Result<Value> {
+        run(i, m, w, side, bare, seed, false)
     };
     let mut c = Costs {
         work_ratio: [0.0; 3],
@@ -190,7 +197,10 @@ pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
     for (i, m) in MACHINES.iter().enumerate() {
         let mut per = [0.0; 3];
         for (side, w) in per.iter_mut().enumerate() {
-            *w = work(&one(4 + i, m, WORK_LOAD, side, true)?);
+            let runs = (seed..seed + crate::report::WORK_SEEDS)
+                .map(|s| Ok(work(&run(4 + i, m, WORK_LOAD, side, true, s, true)?)))
+                .collect::<Result<Vec<f64>>>()?;
+            *w = stats::median(&runs);
         }
         let cpus = crate::machine::Machine::preset(m)?.nr_cpus();
         c.work.push((m, cpus, per));
@@ -466,9 +476,12 @@ fn work_by_machine(md: &mut String, work: &[(&'static str, usize, [f64; 3])]) ->
     rows.sort_by_key(|w| w.1);
     writeln!(
         md,
-        "BPF work per callback by machine (`{WORK_LOAD}`, bare-metal flags):\n\n\
+        "BPF work per callback by machine (`{WORK_LOAD}`, bare-metal flags; the median over {} RNG seeds with the seed rows' step jitter):\n\n\
          | machine | CPUs | {} | {} | {} |\n|---|---|---|---|---|",
-        SIDES[0].0, SIDES[1].0, SIDES[2].0
+        crate::report::WORK_SEEDS,
+        SIDES[0].0,
+        SIDES[1].0,
+        SIDES[2].0
     )?;
     for (m, cpus, per) in &rows {
         writeln!(

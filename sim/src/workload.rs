@@ -64,7 +64,7 @@ impl Opts {
 }
 
 pub const WORKLOADS: &[(&str, &str)] = &[
-    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do; a fork costs fork_ns=60000),write_space=0 (1: a socket wakes its blocked writers only once a read leaves a quarter of its buffer, as unix_write_space() does),write_ns=,read_ns= (a message's cost to its writer and to its reader, ns of hardware time; by default the model's cost per message split by the host's ratio, scripts/msg-cost)"),
+    ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do; a fork costs fork_ns=60000),write_space=1 (a socket wakes its blocked writers only once a read leaves a quarter of its buffer, as unix_write_space() does; 0: at every read, as a pipe does),write_ns=,read_ns= (a message's cost to its writer and to its reader, ns of hardware time; by default the model's cost per message split by the host's ratio, scripts/msg-cost)"),
     ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0,bg_during=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods; bg_during=1: and on while the workload runs)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
@@ -394,12 +394,9 @@ impl Hackbench {
         // first read after a writer blocked is. A unix socket's reader frees
         // skbs, and unix_write_space() wakes them only once the socket is
         // writable again, its queued bytes at most a quarter of sk_sndbuf
-        // (unix_writable(): wmem_alloc << 2 <= sndbuf): write_space=1 models
-        // that; by default a socket wakes its writers at every read as a
-        // pipe does (with it, seed 000's hackbench row on milan-72 sits on
-        // the edge of the report's band, its verdict then depending on the
-        // base seed: make sim-verdicts).
-        let space_at = if pipe || o.get("write_space", 0) == 0 {
+        // (unix_writable(): wmem_alloc << 2 <= sndbuf). write_space=0 wakes
+        // them at every read, as a pipe does.
+        let space_at = if pipe || o.get("write_space", 1) == 0 {
             cap
         } else {
             cap / 4
@@ -1416,7 +1413,8 @@ mod tests {
     #[test]
     fn a_socket_writer_wakes_when_a_quarter_of_the_buffer_is_left() {
         // one receiver (task 0), one sender (task 1), a 280-message socket
-        let mut w = Hackbench::new(&Opts::parse("groups=1,fds=1,loops=1000,write_space=1"));
+        // (the default; write_space=1 says it)
+        let mut w = Hackbench::new(&Opts::parse("groups=1,fds=1,loops=1000"));
         let mut sent = 0;
         loop {
             match step(&mut w, 1).0 {
@@ -1443,8 +1441,8 @@ mod tests {
     }
 
     #[test]
-    fn a_writer_wakes_at_the_next_read_by_default_and_on_a_pipe() {
-        let mut w = Hackbench::new(&Opts::parse("groups=1,fds=1,loops=1000"));
+    fn a_socket_writer_wakes_at_the_next_read_with_write_space_0() {
+        let mut w = Hackbench::new(&Opts::parse("groups=1,fds=1,loops=1000,write_space=0"));
         while step(&mut w, 1).0 != Step::Block {}
         assert!(step(&mut w, 0).1.is_empty());
         assert_eq!(step(&mut w, 0).1, vec![1]);
