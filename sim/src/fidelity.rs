@@ -61,8 +61,8 @@ const BACKGROUND_PROBE: &str = "pipe";
 /// clients that open and close it.
 const HARNESS_PROBE: &str = "null";
 /// The preset whose BACKGROUND_PROBE windows give the background's rates
-/// (its pipe cells are all trivial, so the fit decides no compared cell
-/// there); every other cell tests them.
+/// (its pipe cells are trivial but for the time overloaded, whose spells
+/// the fitted rates do not target); every other cell tests them.
 const BACKGROUND_PRESET: &str = "2node";
 
 /// One row: numerator counters over denominator counters ("@wall_ns": the
@@ -1012,7 +1012,8 @@ fn window_note(
              every {:.0} ms: periods that spread over the window's {:.2} s the {:.0} other \
              wakeups and {:.0} pulls from CPUs' own queues of `{BACKGROUND_PRESET}`'s VM \
              {BACKGROUND_PROBE} windows (medians; a fit on that preset, whose pipe cells are \
-             all trivial; every other cell tests it).",
+             trivial but for the time overloaded, which the fitted counts do not include; every \
+             other cell tests it).",
             crate::workload::AGENT_PERIOD_NS / 1_000_000,
             f.unbound_us as f64 / 1e3,
             f.percpu_us as f64 / 1e3,
