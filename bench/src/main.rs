@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand};
 use model::{Skipped, Suite};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use suite::{Kind, Sched, Size, SCENARIOS, SCHEDS};
 
 #[derive(Parser)]
@@ -655,9 +655,14 @@ fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The accelerator vm/run will use for every boot (`kvm` or `tcg`): recorded in each run.
+/// The accelerator vm/run will use for every boot (`kvm` or `tcg`): recorded in each run, and
+/// part of what a stored cell must match to be kept. vm/run predicts KVM when QEMU accepts it,
+/// yet some nested KVMs fail the guest's kernel, after which vm/run falls back to TCG (and
+/// predicts TCG until the host reboots): so a KVM prediction is settled by one boot of
+/// `true`, else the first run after a host reboot would not find the cells measured under TCG.
 fn vm_accel(repo: &Path) -> Result<String> {
-    let out = Command::new(repo.join("vm/run"))
+    let vm_run = repo.join("vm/run");
+    let out = Command::new(&vm_run)
         .arg("--print-accel")
         .output()
         .context("running vm/run --print-accel")?;
@@ -665,12 +670,68 @@ fn vm_accel(repo: &Path) -> Result<String> {
     if !out.status.success() || !matches!(accel.as_str(), "kvm" | "tcg") {
         bail!("vm/run --print-accel printed {accel:?}");
     }
-    Ok(accel)
+    if accel == "tcg" {
+        return Ok(accel);
+    }
+    let file = std::env::temp_dir().join(format!("mosaic-bench-accel-{}", std::process::id()));
+    let st = Command::new(&vm_run)
+        .args(["--timeout", "600", "--accel-file"])
+        .arg(&file)
+        .args(["--", "true"])
+        .stdout(Stdio::null())
+        .status()
+        .context("running vm/run -- true")?;
+    let used = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    match used.trim() {
+        a @ ("kvm" | "tcg") if st.success() => Ok(a.to_string()),
+        _ => bail!("vm/run -- true (to settle KVM against TCG) failed: {st}"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fake vm/run in a fresh repository directory: --print-accel prints @predicted, a boot
+    /// writes @used to its --accel-file and exits with @rc.
+    fn fake_vm_run(predicted: &str, used: &str, rc: i32) -> tempfile::TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("vm")).unwrap();
+        let script = dir.path().join("vm/run");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = --print-accel ] && {{ echo {predicted}; exit 0; }}\n\
+                 while [ $# -gt 0 ]; do [ \"$1\" = --accel-file ] && echo {used} > \"$2\"; shift; done\n\
+                 exit {rc}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_kvm_prediction_is_settled_by_a_boot() {
+        // KVM accepted, then the guest fell back to TCG: the cells to keep are TCG's
+        assert_eq!(
+            vm_accel(fake_vm_run("kvm", "tcg", 0).path()).unwrap(),
+            "tcg"
+        );
+        assert_eq!(
+            vm_accel(fake_vm_run("kvm", "kvm", 0).path()).unwrap(),
+            "kvm"
+        );
+        // a TCG prediction needs no boot (the fake's boot would say kvm)
+        assert_eq!(
+            vm_accel(fake_vm_run("tcg", "kvm", 0).path()).unwrap(),
+            "tcg"
+        );
+        // a failed settling boot is an error, not a guess
+        assert!(vm_accel(fake_vm_run("kvm", "kvm", 125).path()).is_err());
+    }
 
     #[test]
     fn versions_of_peers_and_mosaic() {
