@@ -159,16 +159,15 @@ const WEIGHT_KEPT: f64 = 0.9;
 
 /// Runs the cost measures of every side (RNG seed @seed).
 pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
-    // @jitter: the seed rows' step jitter (the work runs, a median over seeds)
-    let run = |i: usize, m: &str, w: &str, side: usize, bare: bool, s: u64, jitter: bool| {
-        let json = dir.join(format!("design-cost-{i}-{side}-s{s}.json"));
+    let one = |i: usize, m: &str, w: &str, side: usize, bare: bool| -> Result<Value> {
+        let json = dir.join(format!("design-cost-{i}-{side}.json"));
         let mut args: Vec<String> = [
             "--machine",
             m,
             "--workload",
             w,
             "--seed",
-            &s.to_string(),
+            &seed.to_string(),
             "--json",
             &json.display().to_string(),
             &format!("--sched-arg={}", SIDES[side].1),
@@ -179,13 +178,7 @@ pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
         if bare {
             args.push(crate::machine::BARE_METAL_SCHED_ARG.to_string());
         }
-        if jitter {
-            args.push(format!("--cost=step_jitter={}", crate::report::STEP_JITTER));
-        }
         crate::report::run_sim(exe, &args, &json).with_context(|| format!("{m} {w}"))
-    };
-    let one = |i: usize, m: &str, w: &str, side: usize, bare: bool| -> Result<Value> {
-        run(i, m, w, side, bare, seed, false)
     };
     let mut c = Costs {
         work_ratio: [0.0; 3],
@@ -193,13 +186,13 @@ pub fn costs(exe: &Path, dir: &Path, seed: u64) -> Result<Costs> {
         weight_share: [0.0; 3],
         weight_share_llc: [0.0; 3],
     };
-    let work = |v: &Value| v["bpf_work"]["per_callback"].as_f64().unwrap_or(f64::NAN);
     for (i, m) in MACHINES.iter().enumerate() {
         let mut per = [0.0; 3];
         for (side, w) in per.iter_mut().enumerate() {
-            let runs = (seed..seed + crate::report::WORK_SEEDS)
-                .map(|s| Ok(work(&run(4 + i, m, WORK_LOAD, side, true, s, true)?)))
-                .collect::<Result<Vec<f64>>>()?;
+            let tag = format!("design-cost-{}-{side}", 4 + i);
+            let sched = [SIDES[side].1];
+            let (runs, _) =
+                crate::report::bpf_work_runs(exe, dir, &tag, m, WORK_LOAD, &sched, seed)?;
             *w = stats::median(&runs);
         }
         let cpus = crate::machine::Machine::preset(m)?.nr_cpus();

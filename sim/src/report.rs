@@ -628,6 +628,43 @@ pub(crate) fn run_sim(exe: &Path, args: &[String], out: &Path) -> Result<Value> 
     Ok(v)
 }
 
+/// BPF work per callback (`bpf_work`, kfunc calls + loop iterations) of @workload on
+/// @machine, with the bare-metal flags and @sched_args: one run per RNG seed of
+/// @seed..@seed+WORK_SEEDS, with the seed rows' step jitter, in seed order; and the last
+/// run's JSON (the machine's facts). The runs' JSON goes to @dir, named after @tag.
+pub fn bpf_work_runs(
+    exe: &Path,
+    dir: &Path,
+    tag: &str,
+    machine: &str,
+    workload: &str,
+    sched_args: &[&str],
+    seed: u64,
+) -> Result<(Vec<f64>, Value)> {
+    let mut runs = Vec::new();
+    let mut last = Value::Null;
+    for s in seed..seed + WORK_SEEDS {
+        let out = dir.join(format!("{tag}-s{s}.json"));
+        let mut args: Vec<String> = ["--machine", machine, "--workload", workload, "--seed"]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        args.push(s.to_string());
+        args.push(format!("--cost=step_jitter={STEP_JITTER}"));
+        args.push(crate::machine::BARE_METAL_SCHED_ARG.to_string());
+        args.extend(sched_args.iter().map(|a| format!("--sched-arg={a}")));
+        args.push("--json".to_string());
+        args.push(out.display().to_string());
+        last = run_sim(exe, &args, &out).with_context(|| format!("{machine} {workload}"))?;
+        runs.push(
+            last["bpf_work"]["per_callback"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+        );
+    }
+    Ok((runs, last))
+}
+
 /// Runs every (command line, JSON path) of @runs, @jobs at once; the
 /// results in their order.
 pub(crate) fn run_many(
@@ -1255,26 +1292,11 @@ fn bpf_work_section(md: &mut String, exe: &Path, dir: &Path, seed: u64) -> Resul
         let mut cells = Vec::new();
         let (mut cpus, mut shards) = (Value::Null, Value::Null);
         for (i, w) in workloads.iter().enumerate() {
-            let mut runs = Vec::new();
-            for s in seed..seed + WORK_SEEDS {
-                let out = dir.join(format!("work-{m}-{i}-s{s}.json"));
-                let st = Command::new(exe)
-                    .args(["--machine", m, "--workload", w, "--seed", &s.to_string()])
-                    .args(["--cost", &format!("step_jitter={STEP_JITTER}"), "--json"])
-                    .arg(&out)
-                    .arg(crate::machine::BARE_METAL_SCHED_ARG)
-                    .output()
-                    .context("running mosaic-sim")?;
-                if !st.status.success() {
-                    bail!("{m} {w}: {}", String::from_utf8_lossy(&st.stderr).trim());
-                }
-                let v: Value = serde_json::from_str(&std::fs::read_to_string(&out)?)?;
-                runs.push(v["bpf_work"]["per_callback"].as_f64().unwrap_or(0.0));
-                cpus = v["nr_cpus"].clone();
-                shards = v["shards"].clone();
-            }
+            let (runs, v) = bpf_work_runs(exe, dir, &format!("work-{m}-{i}"), m, w, &[], seed)?;
+            cpus = v["nr_cpus"].clone();
+            shards = v["shards"].clone();
             let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = runs.iter().copied().fold(0.0, f64::max);
+            let hi = runs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let per = crate::stats::median(&runs);
             if base[i] == 0.0 {
                 base[i] = per;

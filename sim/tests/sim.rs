@@ -348,28 +348,14 @@ fn a_request_response_transaction_pays_both_sides_and_two_wakeups() {
 
 /// Work per callback (kfunc calls + loop iterations, `bpf_work`) of @workload on @machine,
 /// configured as on bare metal (the guest-only same-rq walk off on vm/run's presets too):
-/// the median over WORK_SEEDS runs with the seed rows' step jitter, as the report's table.
+/// the median over WORK_SEEDS jittered runs, as the report's table reads it.
 fn work_per_callback(machine: &str, workload: &str) -> f64 {
-    let jitter = format!("step_jitter={}", mosaic_sim::report::STEP_JITTER);
-    let runs: Vec<f64> = (1..=WORK_SEEDS)
-        .map(|seed| {
-            let seed = seed.to_string();
-            let args = [
-                "--machine",
-                machine,
-                "--workload",
-                workload,
-                "--seed",
-                &seed,
-                "--cost",
-                &jitter,
-                mosaic_sim::machine::BARE_METAL_SCHED_ARG,
-            ];
-            let (ok, j) = sim("work", &args);
-            assert!(ok, "{machine} {workload}: {}", j["exit"]);
-            j["bpf_work"]["per_callback"].as_f64().unwrap()
-        })
-        .collect();
+    let dir = std::env::temp_dir().join(format!("mosaic-sim-work-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_mosaic-sim"));
+    let tag = format!("{machine}-{}", workload.replace([':', ',', '='], "_"));
+    let (runs, _) =
+        mosaic_sim::report::bpf_work_runs(exe, &dir, &tag, machine, workload, &[], 1).unwrap();
     mosaic_sim::stats::median(&runs)
 }
 
