@@ -115,7 +115,7 @@ const RATIOS: &[Ratio] = &[
         name: "empty dispatches / placements",
         num: &["dispatch_empty"],
         den: &[PLACEMENTS],
-        why: "the VM's window also holds the guest's own tasks that run during the workload: they wake on idle CPUs, which find nothing once they are done; the simulator runs them as a model fitted on one preset's pipe windows (see the window's paragraph). Where a model is higher, its CPUs found nothing more often during the workload than the VM's; where it is lower, less often, or its programs' tasks slept and woke more often than the VM's (the programs' own sleeps, above), each wakeup a placement; pipe's own pair shares one CPU, which never dispatches empty",
+        why: "the VM's window also holds the guest's own tasks that run during the workload: they wake on idle CPUs, which find nothing once they are done; the simulator runs them as a model fitted on one preset's pipe windows, and the host-thread model also the kernel threads that free the exited workers' stacks and the window's tail up to the counters' read (see the window's paragraph). Where a model is higher, its CPUs found nothing more often during the workload than the VM's; where it is lower, less often, or its programs' tasks slept and woke more often than the VM's (the programs' own sleeps, above), each wakeup a placement; pipe's own pair shares one CPU, which never dispatches empty",
     },
     Ratio {
         name: "slice refills of a lone task / placements",
@@ -127,7 +127,7 @@ const RATIOS: &[Ratio] = &[
         name: "time overloaded / workload time",
         num: &["overload_ns"],
         den: &[&["@wall_ns"]],
-        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: the pair's sync wakeups raise no flag. A trace of the VM's pipe windows (ftrace's sched events beside the flag's rises and falls, printed by a diagnostic build of the same BPF) puts most of the spells' time at the window's two ends: a per-CPU kernel thread (ksoftirqd, a kworker) woken on the CPU of a task that runs on for milliseconds, perf's main thread as it starts the pair or the harness's stats client after it, waits there behind it, and the flag falls at the next balance after it ran. The simulator's pipe begins with the pair and has neither that start nor the harness, so its flag rises only when its background's per-CPU thread wakes beside the pair",
+        why: "the programs' start and end (startup=1: the main task forks the workers one by one and reaps them) are the time nothing waits; pipe: the pair's sync wakeups raise no flag. A trace of the VM's pipe windows (ftrace's sched events beside the flag's rises and falls, printed by a diagnostic build of the same BPF) puts most of the spells' time at the window's two ends: a per-CPU kernel thread (ksoftirqd, a kworker) woken on the CPU of a task that runs on for milliseconds, perf's main thread as it starts the pair or the harness's stats client after it, waits there behind it, and the flag falls at the next balance after it ran. The simulator's pipe begins with the pair, without perf's start, and the host-thread model's reader of the counters after it is one short task, not a process that the harness starts, so its flag rises only when its background's per-CPU thread wakes beside the pair",
     },
 ];
 
@@ -495,7 +495,20 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
         .as_ref()
         .map(|b| format!(",{}", b.opts()))
         .unwrap_or_default();
-    let fits = tcg_calibration(exe, dir, presets, workloads, seed, &bg_opts)?;
+    // the guest's own times, for the model of its host thread only
+    let guest_opts = if bg.is_some() {
+        format!(",bg_rcu_gp_us={RCU_GP_US},bg_tail_us={READ_TAIL_US}")
+    } else {
+        String::new()
+    };
+    let fits = tcg_calibration(
+        exe,
+        dir,
+        presets,
+        workloads,
+        seed,
+        &format!("{bg_opts}{guest_opts}"),
+    )?;
     // every compared cell, on the hardware model and on the model of the
     // VM's host thread
     let mut compared: Vec<Cell> = Vec::new();
@@ -530,7 +543,7 @@ pub fn section(md: &mut String, exe: &Path, dir: &Path, path: &PathBuf, seed: u6
             let hw = simulate_seeds(exe, dir, preset, workload, seed, &[])?;
             let fit = &fits[name];
             let cost = host_thread_costs(fit.slowdown);
-            let tcg_workload = with_fork(workload, fit.fork_ns);
+            let tcg_workload = with_fork(&format!("{workload}{guest_opts}"), fit.fork_ns);
             let tcg = simulate_seeds(exe, dir, preset, &tcg_workload, seed, &cost)?;
             let vm_wall = median(vm_walls(runs, name));
             if let (Some(v), Some(h), Some(t)) = (
@@ -770,6 +783,17 @@ struct BackgroundFit {
     pinned: f64,
     wall_s: f64,
 }
+
+/// RCU's grace period in the guest under the message programs, us: the
+/// median of a worker's exit to the deferred free of its stack over 1.5
+/// (`scripts/exit-frees --boots 3 8` on CALIBRATION_PRESET: 59.7 ms over
+/// 1,750 exits; single boots gave 30.6-42.5 ms). The host-thread model's
+/// background (workload.rs, Background, bg_rcu_gp_us).
+const RCU_GP_US: u64 = 39_800;
+/// The workload's end to the harness's read of the counters after it, us:
+/// the rest of the VM's window (same runs: 24 rounds, 28-80 ms; single boots'
+/// medians 41.5-64.0 ms). The host-thread model's bg_tail_us.
+const READ_TAIL_US: u64 = 48_100;
 
 impl BackgroundFit {
     /// The workload options that run it.
@@ -1013,13 +1037,22 @@ fn window_note(
              wakeups and {:.0} pulls from CPUs' own queues of `{BACKGROUND_PRESET}`'s VM \
              {BACKGROUND_PROBE} windows (medians; a fit on that preset, whose pipe cells are \
              trivial but for the time overloaded, which the fitted counts do not include; every \
-             other cell tests it).",
+             other cell tests it). The host-thread model adds two times of the guest's, measured \
+             by ftrace on `{CALIBRATION_PRESET}` (`scripts/exit-frees --boots 3 8`, TCG): a \
+             worker's exit past its CPU's two cached stacks frees the stack through RCU, and at \
+             the end of the next grace period ({:.1} ms: the median exit to the free's queueing \
+             over 1.5, a callback waiting out the current period and the next) that CPU's \
+             softirq thread runs the callbacks and wakes its kworker for the vfree, two threads \
+             on one CPU; and the run goes on {:.1} ms after the workload, the program's end to \
+             the harness's read of the counters, which closes the VM's window.",
             crate::workload::AGENT_PERIOD_NS / 1_000_000,
             f.unbound_us as f64 / 1e3,
             f.percpu_us as f64 / 1e3,
             f.wall_s,
             f.wakeups,
             f.pinned,
+            RCU_GP_US as f64 / 1e3,
+            READ_TAIL_US as f64 / 1e3,
         ),
         None => "The simulator runs the workload alone, from its first fork to its last reap."
             .to_string(),

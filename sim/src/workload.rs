@@ -65,7 +65,7 @@ impl Opts {
 
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "messaging groups: groups=10,fds=20,loops=100,size=100,mode=socket|pipe,threads=0|1,startup=0 (1: a main task forks the workers, starts them at a barrier and reaps them, as the programs do; a fork costs fork_ns=60000),write_space=1 (a socket wakes its blocked writers only once a read leaves a quarter of its buffer, as unix_write_space() does; 0: at every read, as a pipe does),write_ns=,read_ns= (a message's cost to its writer and to its reader, ns of hardware time; by default the model's cost per message split by the host's ratio, scripts/msg-cost)"),
-    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0,bg_during=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods; bg_during=1: and on while the workload runs)"),
+    ("pipe", "pipe ping-pong between pairs: pairs=1,loops=50000,start=0 (first CPU); hackbench and pipe take bg_ms=0,bg_unbound_us=0,bg_percpu_us=0,bg_during=0 (bg_ms > 0: the machine's background runs that long before the workload: scx_mosaic's agent every 50 ms, an unbound kernel thread and one per CPU at those periods; bg_during=1: and on while the workload runs; bg_rcu_gp_us > 0: a worker's exit past its CPU's two cached stacks frees the stack through RCU, the CPU's softirq thread and kworker waking at the end of the next grace period of that length; bg_tail_us > 0: the run goes on that long after the workload, until a reader of the counters runs)"),
     ("rr", "request/response (netperf UDP_RR-like): clients=N(cpus),loops=2000,think=0,client_ns=server_ns=UDP_RR_SIDE_NS (cost.rs),sync=1 (0: wakeups without WF_SYNC, peers on other hosts),hogs=0,hog_us=3000,hog_every_us=20000 (hogs busy loops run hog_us every hog_every_us, all at once, until the clients finish)"),
     ("memgroups", "CPU+memory groups in cgroups (sysbench memory-like): groups=8,threads=16,work_ms=20,ws_kb=4096,sleep_us=0,interleave=0,shared=0 (1: a group's threads share one buffer and mutex, sysbench's default global scope)"),
     ("hogs", "busy loops in cgroups of set cpu.weight (test_weight-like): counts=8:4,weights=100:300,ms=4000,late_ms=0 (the last group starts then, all from CPU 0, as a shell forks them),nested=0 (1: the groups under one parent cgroup),probe_ms=0 (a root-cgroup task runs probe_us=100 every probe_ms: its waits),probes=1 (that many such tasks, staggered),pinned=0 (1: each group's loop i pinned to CPU i mod the CPUs, as taskset -c does),cpus=: (per group, the CPUs its loops may run on, as a cpuset: a-b, or empty for all)"),
@@ -121,8 +121,12 @@ const KTHREAD_RUN_NS: u64 = 10_000;
 /// start at T. With bg_during=1 the background goes on while the workload
 /// runs (T may be 0), as the guest's does: the fidelity report compares the
 /// VM's counters over the workload's window, which hold it, and fits the
-/// periods on them (fidelity.rs); else it stops at T. The workload's own
-/// time is the run's less T (workload_time_s).
+/// periods on them (fidelity.rs); else it stops at T. With bg_rcu_gp_us a
+/// worker's exit frees its stack as the kernel does, through RCU, a softirq
+/// thread and a kworker of its CPU (Background::exited_on); with bg_tail_us
+/// the run goes on after the workload until a reader of the counters runs,
+/// as the VM's window closes. The workload's own time is the run's less T,
+/// up to its last exit (workload_time_s).
 pub struct Background {
     inner: Box<dyn Wl>,
     /// the workload's tasks come first, then the agent, the unbound
@@ -141,7 +145,28 @@ pub struct Background {
     ran: Vec<bool>,
     /// the CPU whose work woke the unbound thread last
     queued_from: usize,
+    /// RCU's grace period, ns (bg_rcu_gp_us; 0: exits free nothing later)
+    rcu_gp_ns: u64,
+    /// per CPU, the freed stacks its cache holds (at most STACK_CACHE)
+    stack_cache: Vec<u8>,
+    /// per CPU, the grace periods' ends its free worker is woken at
+    free_due: Vec<Vec<u64>>,
+    /// per CPU, whether its free worker's last step was its run
+    free_ran: Vec<bool>,
+    /// grace periods' ends that freed stacks, over the CPUs
+    deferred_frees: u64,
+    /// how long after the workload's end its counters are read (bg_tail_us;
+    /// 0: at once): the run goes on that long, the background with it
+    tail_ns: u64,
+    /// when the workload's last task exited, and whether the reader ran
+    workload_end: u64,
+    reading: bool,
+    read: bool,
 }
+
+/// Stacks a CPU keeps for its next forks instead of freeing them
+/// (NR_CACHED_STACKS, kernel/fork.c).
+const STACK_CACHE: u8 = 2;
 
 impl Background {
     fn new(inner: Box<dyn Wl>, o: &Opts, nr_cpus: usize) -> Background {
@@ -157,6 +182,15 @@ impl Background {
             percpu_ns: o.get("bg_percpu_us", 0) * 1000,
             ran: vec![false; 2 + nr_cpus],
             queued_from: 0,
+            rcu_gp_ns: o.get("bg_rcu_gp_us", 0) * 1000,
+            stack_cache: vec![0; nr_cpus],
+            free_due: vec![Vec::new(); nr_cpus],
+            free_ran: vec![false; nr_cpus],
+            deferred_frees: 0,
+            tail_ns: o.get("bg_tail_us", 0) * 1000,
+            workload_end: 0,
+            reading: false,
+            read: false,
         }
     }
 
@@ -165,8 +199,24 @@ impl Background {
         match b {
             0 => AGENT_PERIOD_NS,
             1 => self.unbound_ns,
+            _ if b >= 2 + self.nr_cpus => 0,
             _ => self.percpu_ns,
         }
+    }
+
+    /// Whether background task @b is a CPU's thread for deferred frees.
+    fn is_free_worker(&self, b: usize) -> bool {
+        b >= 2 + self.nr_cpus && self.n + b != self.client()
+    }
+
+    /// The task that reads the counters after the workload (last of all).
+    fn client(&self) -> usize {
+        let frees = if self.rcu_gp_ns > 0 {
+            2 * self.nr_cpus
+        } else {
+            0
+        };
+        self.n + 2 + self.nr_cpus + frees
     }
 }
 
@@ -180,6 +230,17 @@ impl Wl for Background {
             k.cpus = Some(vec![c]);
             v.push(k);
         }
+        let tail = (self.tail_ns > 0).then(|| TaskSpec::simple("stats-client", 64 << 10));
+        if self.rcu_gp_ns > 0 {
+            for name in ["ksoftirqd", "kworker-free"] {
+                for c in 0..self.nr_cpus {
+                    let mut k = TaskSpec::simple(&format!("{name}/{c}"), 16 << 10);
+                    k.cpus = Some(vec![c]);
+                    v.push(k);
+                }
+            }
+        }
+        v.extend(tail);
         v
     }
     fn step(&mut self, t: usize, now: u64, wakes: &mut Vec<usize>) -> Step {
@@ -191,6 +252,38 @@ impl Wl for Background {
             return step;
         }
         let b = t - self.n;
+        if t == self.client() {
+            // its read, then it is gone
+            if self.reading {
+                self.read = true;
+                return Step::Exit;
+            }
+            self.reading = true;
+            return Step::Run(AGENT_RUN_NS);
+        }
+        if self.is_free_worker(b) {
+            let i = b - 2 - self.nr_cpus;
+            let c = i % self.nr_cpus;
+            if i >= self.nr_cpus {
+                // the CPU's worker: the vfree, then sleep
+                self.free_ran[c] = !self.free_ran[c];
+                return if self.free_ran[c] {
+                    Step::Run(KTHREAD_RUN_NS)
+                } else {
+                    Step::Block
+                };
+            }
+            // the CPU's softirq thread at a grace period's end: run the
+            // callbacks, which hand the stacks' vfree to the worker
+            let due = self.free_due[c].len();
+            self.free_due[c].retain(|&at| at > now);
+            if self.free_due[c].len() == due {
+                return Step::Block;
+            }
+            self.deferred_frees += 1;
+            wakes.push(t + self.nr_cpus);
+            return Step::Run(KTHREAD_RUN_NS);
+        }
         self.ran[b] = !self.ran[b];
         if !self.ran[b] {
             // it ran: sleep, unless its next wake falls in the workload's
@@ -207,15 +300,21 @@ impl Wl for Background {
     /// The workload is done (its own test, or all its tasks gone): the
     /// background's tasks, asleep or not, do not hold the run open.
     fn done(&self) -> bool {
-        self.inner.done() || self.exited == self.n
+        (self.inner.done() || self.exited == self.n) && (self.tail_ns == 0 || self.read)
     }
     fn metrics(&self, end: u64) -> Value {
         let mut m = self.inner.metrics(end.saturating_sub(self.start_ns));
         if let Some(o) = m.as_object_mut() {
+            let end = if self.workload_end > 0 {
+                self.workload_end
+            } else {
+                end
+            };
             o.insert(
                 "workload_time_s".into(),
                 json!(end.saturating_sub(self.start_ns) as f64 / 1e9),
             );
+            o.insert("deferred_frees".into(), json!(self.deferred_frees));
         }
         m
     }
@@ -259,6 +358,35 @@ impl Wl for Background {
         self.queued_from = (self.queued_from + 1) % self.nr_cpus;
         Some(self.queued_from)
     }
+    /// A worker's exit on @cpu frees its stack (free_thread_stack(),
+    /// kernel/fork.c): into the CPU's cache while it has room, else through
+    /// call_rcu(), whose callback runs on @cpu once a whole grace period has
+    /// passed after it and hands the vfree to the CPU's worker
+    /// (vfree_atomic(), mm/vmalloc.c). Grace periods run back to back,
+    /// bg_rcu_gp_us each, so a callback waits for the rest of the current
+    /// one and the next, and the CPUs' callbacks of one period run together.
+    fn exited_on(&mut self, t: usize, cpu: usize, now: u64, later: &mut Vec<(usize, u64)>) {
+        if t >= self.n || cpu >= self.nr_cpus {
+            return;
+        }
+        if self.exited == self.n && self.tail_ns > 0 {
+            self.workload_end = now;
+            later.push((self.client(), now + self.tail_ns));
+        }
+        let gp = self.rcu_gp_ns;
+        if gp == 0 {
+            return;
+        }
+        if self.stack_cache[cpu] < STACK_CACHE {
+            self.stack_cache[cpu] += 1;
+            return;
+        }
+        let at = (now / gp + 2) * gp;
+        if !self.free_due[cpu].contains(&at) {
+            self.free_due[cpu].push(at);
+            later.push((self.n + 2 + self.nr_cpus + cpu, at));
+        }
+    }
     fn machine_task(&self, t: usize) -> bool {
         t >= self.n
     }
@@ -267,7 +395,11 @@ impl Wl for Background {
             return self.inner.start_cpu(t);
         }
         let b = t - self.n;
-        Some(if b >= 2 {
+        Some(if t == self.client() {
+            0
+        } else if self.is_free_worker(b) {
+            (b - 2 - self.nr_cpus) % self.nr_cpus
+        } else if b >= 2 {
             b - 2
         } else {
             (b + 1) % self.nr_cpus
@@ -1457,5 +1589,69 @@ mod tests {
         assert!(matches!(s, Step::Run(_)) && wakes.is_empty());
         // the read's end wakes the writer
         assert_eq!(step(&mut w, 0).1, vec![1]);
+    }
+
+    /// A message program of one sender and one receiver on 2 CPUs, with a
+    /// background of @opts.
+    fn background(opts: &str) -> Background {
+        let inner = Box::new(Hackbench::new(&Opts::parse("groups=1,fds=1,loops=1")));
+        Background::new(inner, &Opts::parse(&format!("bg_during=1,{opts}")), 2)
+    }
+
+    #[test]
+    fn an_exit_past_the_cpu_s_stack_cache_frees_after_a_grace_period() {
+        // grace periods of 1 ms; the workload's two tasks, then the agent, the
+        // unbound thread, 2 kworkers, 2 softirq threads (6, 7), 2 free workers
+        let mut w = background("bg_rcu_gp_us=1000");
+        assert_eq!(w.tasks().len(), 2 + 2 + 2 + 2 + 2);
+        let exit = |w: &mut Background, cpu| {
+            let mut later = Vec::new();
+            w.exited_on(0, cpu, 2_500_000, &mut later);
+            later
+        };
+        // CPU 1 keeps two stacks for its next forks
+        assert!(exit(&mut w, 1).is_empty() && exit(&mut w, 1).is_empty());
+        // the third goes through RCU: freed at the end of the period after
+        // the current one (it began at 2 ms), by CPU 1's softirq thread
+        assert_eq!(exit(&mut w, 1), vec![(7, 4_000_000)]);
+        // another exit of that period joins the same callbacks' run
+        assert!(exit(&mut w, 1).is_empty());
+        let mut wakes = Vec::new();
+        assert_eq!(w.step(7, 3_999_999, &mut wakes), Step::Block);
+        assert_eq!(w.step(7, 4_000_000, &mut wakes), Step::Run(KTHREAD_RUN_NS));
+        // it hands the vfree to CPU 1's worker, which runs once and sleeps
+        assert_eq!(wakes, vec![9]);
+        assert_eq!(w.step(9, 4_000_000, &mut wakes), Step::Run(KTHREAD_RUN_NS));
+        assert_eq!(w.step(9, 4_010_000, &mut wakes), Step::Block);
+        assert_eq!(w.tasks()[9].cpus, Some(vec![1]));
+        assert_eq!(w.start_cpu(7), Some(1));
+    }
+
+    #[test]
+    fn the_run_goes_on_until_the_counters_are_read() {
+        // the reader comes last, after the agent, the unbound thread and the
+        // 2 kworkers; it wakes bg_tail_us after the workload's last exit
+        let mut w = background("bg_tail_us=500");
+        let client = w.tasks().len() - 1;
+        assert_eq!(w.tasks()[client].name, "stats-client");
+        let mut later = Vec::new();
+        w.exited = 1;
+        w.exited_on(0, 0, 9_000_000, &mut later);
+        assert!(later.is_empty() && !w.done());
+        w.exited = 2;
+        w.exited_on(1, 0, 10_000_000, &mut later);
+        assert_eq!(later, vec![(client, 10_500_000)]);
+        assert!(!w.done());
+        let mut wakes = Vec::new();
+        assert_eq!(
+            w.step(client, 10_500_000, &mut wakes),
+            Step::Run(AGENT_RUN_NS)
+        );
+        assert!(!w.done());
+        assert_eq!(w.step(client, 10_520_000, &mut wakes), Step::Exit);
+        assert!(w.done());
+        // the workload's time ends at its last exit, not at the read
+        let m = w.metrics(10_520_000);
+        assert_eq!(m["workload_time_s"], json!(0.01));
     }
 }

@@ -642,6 +642,11 @@ pub(super) fn next_step(e: &mut Engine, cpu: usize, t: usize) {
                     (o.exit_task)(p, false);
                 });
                 e.tasks[t].exited_at = e.now;
+                let mut later = Vec::new();
+                e.wl.exited_on(t, cpu, e.now, &mut later);
+                for (w, at) in later {
+                    e.push(at, Ev::TimerWake { t: w });
+                }
             }
             schedule(e, cpu);
         }

@@ -93,6 +93,10 @@ pub trait Wl {
     fn sleep_waker(&mut self, _t: usize) -> Option<usize> {
         None
     }
+    /// Task @t just exited on @cpu at @now: push the tasks the workload wakes
+    /// for it later, and when (a deferred free's thread, a reader of the
+    /// counters after the workload).
+    fn exited_on(&mut self, _t: usize, _cpu: usize, _now: u64, _later: &mut Vec<(usize, u64)>) {}
     /// Whether task @i is the machine's, not the workload's (a background
     /// kernel thread): the run may end with it asleep.
     fn machine_task(&self, _i: usize) -> bool {
