@@ -204,9 +204,16 @@ impl Background {
         }
     }
 
-    /// Whether background task @b is a CPU's thread for deferred frees.
-    fn is_free_worker(&self, b: usize) -> bool {
-        b >= 2 + self.nr_cpus && self.n + b != self.client()
+    /// Background task @b as a thread of deferred frees: (whether it is the
+    /// kworker, else the softirq thread; its CPU). None: another task.
+    fn free_thread(&self, b: usize) -> Option<(bool, usize)> {
+        let i = b.checked_sub(2 + self.nr_cpus)?;
+        (self.rcu_gp_ns > 0 && i < 2 * self.nr_cpus).then(|| (i >= self.nr_cpus, i % self.nr_cpus))
+    }
+
+    /// The task index of @cpu's softirq thread (its kworker's is nr_cpus on).
+    fn softirq_thread(&self, cpu: usize) -> usize {
+        self.n + 2 + self.nr_cpus + cpu
     }
 
     /// The task that reads the counters after the workload (last of all).
@@ -261,10 +268,8 @@ impl Wl for Background {
             self.reading = true;
             return Step::Run(AGENT_RUN_NS);
         }
-        if self.is_free_worker(b) {
-            let i = b - 2 - self.nr_cpus;
-            let c = i % self.nr_cpus;
-            if i >= self.nr_cpus {
+        if let Some((kworker, c)) = self.free_thread(b) {
+            if kworker {
                 // the CPU's worker: the vfree, then sleep
                 self.free_ran[c] = !self.free_ran[c];
                 return if self.free_ran[c] {
@@ -384,7 +389,7 @@ impl Wl for Background {
         let at = (now / gp + 2) * gp;
         if !self.free_due[cpu].contains(&at) {
             self.free_due[cpu].push(at);
-            later.push((self.n + 2 + self.nr_cpus + cpu, at));
+            later.push((self.softirq_thread(cpu), at));
         }
     }
     fn machine_task(&self, t: usize) -> bool {
@@ -397,8 +402,8 @@ impl Wl for Background {
         let b = t - self.n;
         Some(if t == self.client() {
             0
-        } else if self.is_free_worker(b) {
-            (b - 2 - self.nr_cpus) % self.nr_cpus
+        } else if let Some((_, c)) = self.free_thread(b) {
+            c
         } else if b >= 2 {
             b - 2
         } else {
