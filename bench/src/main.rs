@@ -324,15 +324,27 @@ fn version_word(line: &str) -> Option<String> {
 
 /// Each scheduler's version by label, known on the host before the boot (the kernel's
 /// default gets the guest kernel's release from the run itself).
-fn sched_versions(scheds: &[&Sched], mosaic_bin: &Path) -> BTreeMap<String, String> {
-    let mosaic = version_word(&output(Command::new(mosaic_bin).arg("--version")))
-        .unwrap_or_else(|| "?".into());
+fn sched_versions(
+    scheds: &[&Sched],
+    mosaic_bin: &Path,
+    base_bin: Option<&Path>,
+) -> BTreeMap<String, String> {
+    let version = |bin: &Path| {
+        version_word(&output(Command::new(bin).arg("--version"))).unwrap_or_else(|| "?".into())
+    };
+    let mosaic = version(mosaic_bin);
     scheds
         .iter()
         .filter_map(|s| {
             let v = match s.kind {
                 Kind::Kernel => return None,
                 Kind::Mosaic(_) => mosaic.clone(),
+                Kind::MosaicBase => base_bin
+                    .map(|b| {
+                        let sha = output(Command::new("sha256sum").arg(b));
+                        format!("{} (sha256 {})", version(b), sha.get(..12).unwrap_or("?"))
+                    })
+                    .unwrap_or_default(),
                 Kind::Peer(krate) => peer_version(krate),
             };
             Some((s.label.to_string(), v))
@@ -419,7 +431,10 @@ fn run(a: RunArgs) -> Result<()> {
         SCHEDS.iter().filter(|s| s.default).collect()
     };
     if a.sched.is_empty() && !a.smoke {
-        for s in SCHEDS.iter().filter(|s| !s.default) {
+        for s in SCHEDS
+            .iter()
+            .filter(|s| !s.default && !matches!(s.kind, Kind::MosaicBase))
+        {
             skipped.push(Skipped {
                 what: s.label.into(),
                 why: "an ablation, not in the default set (time budget on 2 TCG cores); `mosaic-bench run --sched` runs it".into(),
@@ -453,10 +468,25 @@ fn run(a: RunArgs) -> Result<()> {
     if scheds.iter().any(|s| matches!(s.kind, Kind::Mosaic(_))) && !mosaic_bin.exists() {
         bail!("{} missing: run `make build` first", mosaic_bin.display());
     }
+    // The A/B baseline (label mosaic-base): another build, installed as suite::BASE_BIN.
+    let base_bin = if scheds.iter().any(|s| matches!(s.kind, Kind::MosaicBase)) {
+        let p = std::env::var_os("MOSAIC_BASE_BIN").map(PathBuf::from).context(
+            "mosaic-base needs MOSAIC_BASE_BIN=<an scx_mosaic binary> (scripts/bench-binary <commit>)",
+        )?;
+        if !p.is_file() {
+            bail!("MOSAIC_BASE_BIN: {} is not a file", p.display());
+        }
+        Some(p)
+    } else {
+        None
+    };
 
     // What goes into the guest (the same for every boot, so the initramfs is built once).
     let me = std::env::current_exe()?;
     let mut adds: Vec<(PathBuf, String)> = vec![(me.clone(), "/usr/bin/mosaic-bench".into())];
+    if let Some(b) = &base_bin {
+        adds.push((b.clone(), format!("/usr/bin/{}", suite::BASE_BIN)));
+    }
     for s in &scheds {
         if let Some(b) = s.peer_crate() {
             adds.push((peer_root().join("bin").join(b), format!("/usr/bin/{b}")));
@@ -500,7 +530,7 @@ fn run(a: RunArgs) -> Result<()> {
     }
     let mosaic_build = build_id(&repo, &mosaic_bin);
     eprintln!("scx_mosaic: {mosaic_build}");
-    let versions = sched_versions(&scheds, &mosaic_bin);
+    let versions = sched_versions(&scheds, &mosaic_bin, base_bin.as_deref());
     let env = runner::Env {
         repo: repo.clone(),
         host: a.host,

@@ -63,7 +63,7 @@ fn guest_command(args: &[String], watchdog_ms: Option<u32>) -> String {
 fn load_secs(s: &Sched) -> f64 {
     match s.kind {
         Kind::Kernel => 0.0,
-        Kind::Mosaic(_) => 4.0,
+        Kind::Mosaic(_) | Kind::MosaicBase => 4.0,
         Kind::Peer("scx_lavd") => 25.0,
         Kind::Peer(_) => 8.0,
     }

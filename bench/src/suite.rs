@@ -360,6 +360,9 @@ pub enum Kind {
     Kernel,
     /// scx_mosaic with these extra flags.
     Mosaic(&'static str),
+    /// The baseline binary of an A/B between two builds ($MOSAIC_BASE_BIN, installed in the
+    /// guest as BASE_BIN), with scx_mosaic's default flags.
+    MosaicBase,
     /// A peer scheduler built from its crate (binary name) at the version PEER_VERSIONS pins.
     Peer(&'static str),
 }
@@ -372,6 +375,9 @@ pub struct Sched {
 
 /// The A/A control's label: the default Mosaic again, last in each round (SCHEDS).
 pub const AA_CONTROL: &str = "mosaic-aa";
+
+/// The guest's name of the A/B baseline binary (Kind::MosaicBase).
+pub const BASE_BIN: &str = "scx_mosaic_base";
 
 pub static SCHEDS: &[Sched] = &[
     Sched {
@@ -477,6 +483,13 @@ pub static SCHEDS: &[Sched] = &[
         kind: Kind::Mosaic("--overload-scan-us 100000"),
         default: false,
     },
+    // A/B of two builds in one boot: another scx_mosaic binary ($MOSAIC_BASE_BIN, e.g.
+    // `scripts/bench-binary <commit>`) beside the one measured.
+    Sched {
+        label: "mosaic-base",
+        kind: Kind::MosaicBase,
+        default: false,
+    },
     Sched {
         label: "p2dq",
         kind: Kind::Peer("scx_p2dq"),
@@ -554,6 +567,7 @@ impl Sched {
         match self.kind {
             Kind::Kernel => String::new(),
             Kind::Mosaic(flags) => format!("scx_mosaic --stats 0 {flags}").trim().to_string(),
+            Kind::MosaicBase => format!("{BASE_BIN} --stats 0"),
             Kind::Peer(bin) => bin.to_string(),
         }
     }
@@ -579,6 +593,18 @@ mod tests {
         }
         assert_eq!(peer_pin("scx_cosmos"), Some("1.1.7"));
         assert_eq!(peer_pin("scx_nonesuch"), None);
+    }
+
+    #[test]
+    fn the_ab_baseline_runs_its_own_binary_by_label_only() {
+        let base = sched("mosaic-base").unwrap();
+        assert_eq!(base.command(), format!("{BASE_BIN} --stats 0"));
+        assert_ne!(BASE_BIN, "scx_mosaic");
+        assert!(
+            !base.default,
+            "the baseline needs MOSAIC_BASE_BIN: never in the default set"
+        );
+        assert_eq!(base.peer_crate(), None);
     }
 
     #[test]
