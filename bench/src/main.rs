@@ -340,10 +340,7 @@ fn sched_versions(
                 Kind::Kernel => return None,
                 Kind::Mosaic(_) => mosaic.clone(),
                 Kind::MosaicBase => base_bin
-                    .map(|b| {
-                        let sha = output(Command::new("sha256sum").arg(b));
-                        format!("{} (sha256 {})", version(b), sha.get(..12).unwrap_or("?"))
-                    })
+                    .map(|b| format!("{} (sha256 {})", version(b), sha12(b)))
                     .unwrap_or_default(),
                 Kind::Peer(krate) => peer_version(krate),
             };
@@ -361,10 +358,15 @@ fn output(cmd: &mut Command) -> String {
         .unwrap_or_default()
 }
 
+/// The first 12 hex digits of @bin's sha256 ("?" if it cannot be read).
+fn sha12(bin: &Path) -> String {
+    let sha = output(Command::new("sha256sum").arg(bin));
+    sha.get(..12).unwrap_or("?").to_string()
+}
+
 /// "path (sha256 0123456789ab), repository at <git describe>" for the report. MOSAIC_BUILD,
 /// if set, replaces the repository part (e.g. "built from commit X").
 fn build_id(repo: &Path, bin: &Path) -> String {
-    let sha = output(Command::new("sha256sum").arg(bin));
     let git = std::env::var("MOSAIC_BUILD").unwrap_or_else(|_| {
         let d = output(
             Command::new("git")
@@ -374,7 +376,7 @@ fn build_id(repo: &Path, bin: &Path) -> String {
         format!("built in the working tree at git {d}")
     });
     let shown = bin.strip_prefix(repo).unwrap_or(bin).display().to_string();
-    format!("{shown} (sha256 {}), {git}", sha.get(..12).unwrap_or("?"))
+    format!("{shown} (sha256 {}), {git}", sha12(bin))
 }
 
 fn run(a: RunArgs) -> Result<()> {
