@@ -7,15 +7,12 @@ under no_new_privs, MemoryDenyWriteExecute and AF_UNIX-only sockets, with every 
 Guest script: tests/guest/monitor.sh."""
 
 import re
-from pathlib import Path
 
 import pytest
 
-from vmtest import REPO, assert_not_ejected, run_guest
+from vmtest import GUEST, REPO, assert_not_ejected, run_guest
 
 pytestmark = pytest.mark.vm
-
-GUEST = Path(__file__).resolve().parent / "guest"
 
 
 def unit_caps():

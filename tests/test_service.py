@@ -4,17 +4,16 @@ scx_loader's hardening (cgroup filesystem read-only, RestrictAddressFamilies=AF_
 seccomp filter: tests/guest/restrict-af.c), prints nothing periodic unless asked, and its
 group balancer still settles. Guest script: tests/guest/service.sh."""
 
-from pathlib import Path
 
 import pytest
 
-from vmtest import checked_stats, run_guest
+from vmtest import GUEST, checked_stats, run_guest
 
 pytestmark = pytest.mark.vm
 
 
 def test_runs_from_etc_default_scx_with_a_read_only_cgroupfs_and_unix_sockets_only():
-    restrict_af = Path(__file__).resolve().parent / "guest/restrict-af.c"
+    restrict_af = GUEST / "restrict-af.c"
     g = run_guest("2llc-smt", "service.sh", timeout=300, binaries=[restrict_af])
     s = checked_stats(g, "s")
     assert g["cgroupfs_mkdir_rc"] != "0", "the cgroup filesystem was not read-only"

@@ -4,7 +4,7 @@ symmetric): CPUs 0-1 big (1024), 2-3 little (446). Guest scripts: tests/guest/wa
 
 import pytest
 
-from vmtest import checked_stats, run_guest
+from vmtest import GUEST, checked_stats, run_guest
 
 pytestmark = pytest.mark.vm
 
@@ -24,6 +24,27 @@ def test_pipe_pair_keeps_its_cpus_unless_prev_first_is_off():
     assert off["migrations"] > 0.5 * wakeups, off
     assert off["prev_kept"] == 0 and off["wake_capacity"] > 0.5 * wakeups, off
     print(f"pipe -T -l {LOOPS}: migrations {on['migrations']} vs {off['migrations']} (--no-prev-first)")
+
+
+def test_pair_whose_server_runs_on_after_waking_is_not_kept_together():
+    # runon-pair: the server runs on 2 ms after each answer (redis-server answering its other
+    # clients), its client sleeps at once after each request. Kept on the waker's CPU in
+    # either direction, the server would follow its client to the client's CPU and the
+    # client move away at the answer: about two migrations a round. Each side must sleep
+    # soon after waking the other for the pair to share a CPU, so neither direction is kept
+    # once the server's run-ons have counted (the first dozen rounds).
+    rounds = 400
+    g = run_guest("1llc", "wakeup/ab.sh", "", "nowakepair", "--no-wake-pair",
+                  f"runon-pair {rounds} 2000 4000",
+                  binaries=[GUEST / "wakeup/runon-pair.c"])
+    on, off = checked_stats(g, "default", "nowakepair")
+    print(f"runon-pair {rounds} rounds: pairs declined {on['wake_pair_declined']}, kept "
+          f"{on['wake_sync']}, migrations {on['migrations']} (--no-wake-pair: {off['migrations']})")
+    assert on["wake_pair_declined"] > 1.5 * rounds, on
+    assert on["wake_sync"] < 0.1 * rounds, on
+    assert on["migrations"] < 0.1 * rounds, on
+    # without the rule the pair never shares: the same few migrations
+    assert off["wake_pair_declined"] == 0 and off["migrations"] < 0.1 * rounds, off
 
 
 def test_task_too_big_for_a_little_cpu_moves_to_an_idle_big_one():

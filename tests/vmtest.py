@@ -15,6 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "target/release/scx_mosaic"
+# the guest scripts and C programs (/mosaic/guest/ in the guest)
+GUEST = REPO / "tests/guest"
 
 # vm/run's own exit codes (see its header)
 VM_TIMEOUT, VM_BOOT_FAILED, VM_GUEST_OOPS = 124, 125, 126

@@ -125,9 +125,9 @@ enum mosaic_stat {
 	STAT_WAKE_SYNC, /* sync wakeup placed on the waker's CPU (prev busy, or
 			   the two wake in turn) */
 	STAT_WAKE_PAIR_DECLINED, /* sync wakeup within a pair not kept on the
-				    waker's CPU: the waker runs on after its
-				    wakeups longer than an idle CPU's start
-				    costs */
+				    waker's CPU: the waker or the wakee runs
+				    on after waking the other longer than an
+				    idle CPU's start costs */
 	STAT_WAKE_L2_IDLE,  /* wakeup found an idle CPU in the previous CPU's L2
 			       group */
 	STAT_WAKE_LLC_IDLE, /* wakeup found an idle CPU in the previous CPU's

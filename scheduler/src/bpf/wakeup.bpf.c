@@ -6,8 +6,8 @@
  * WHAT
  * One path for symmetric and asymmetric machines. Two tasks that wake each
  * other in turn share a CPU: a sync wakeup within such a pair runs the wakee
- * next on the waker's CPU, as long as the waker sleeps soon after its
- * wakeups (below). Otherwise a waking task keeps its previous CPU if
+ * next on the waker's CPU, as long as each of the two sleeps soon after
+ * waking the other (below). Otherwise a waking task keeps its previous CPU if
  * that CPU is idle and the task fits it (seed 002); a sync wakeup (the waker
  * is about to sleep) may take the waker's CPU if prev is busy. Otherwise
  * the nearest idle CPU: an idle whole core, then an idle CPU, in prev's L2
@@ -41,8 +41,9 @@
  * (llc_idle_start_ns); each task, the decayed share of its sync wakeups of
  * its pair after which it ran on, to its next ops.stopping, past
  * PAIR_IDLE_STARTS such idle starts (pair_long_share). A waker keeps its
- * wakee while that share is at most a half. The run-on is measured at every
- * pair wakeup, kept or not, so a waker whose habits change gets its pair back.
+ * wakee while both their shares are at most a half. The run-on is measured
+ * at every pair wakeup, kept or not, so a pair whose habits change shares a
+ * CPU again.
  * --no-wake-pair turns the pair rule off, so that an A/B of --no-prev-first
  * under it changes what seed 002 changed, the prev check in front of the
  * capacity search (the pair rule, checked first, otherwise decides most
@@ -61,7 +62,10 @@
  * the ~50 us an idle CPU takes to start it (TCG, docs/bench/analysis.md).
  * Spreading costs the wakee one idle start and the machine about as much
  * again (the interrupt, the idle exit), hence twice the idle start as the
- * bound.
+ * bound. Both sides, not just the waker: redis-benchmark sleeps at once after
+ * its request, so judged alone its wakeups would still take redis-server to
+ * the benchmark's CPU, and the benchmark would move away at the answer that
+ * redis-server runs on after - a migration each way, every request.
  */
 
 /* Count where the idle CPU @cpu was found for a task that ran on @prev. */
@@ -146,19 +150,19 @@ static __always_inline void pair_run_on_note(struct task_ctx *tctx, s32 cpu,
 }
 
 /*
- * Whether the waker of @wctx sleeps soon enough after its pair wakeups for
- * its wakee to wait for it: most of the time it stops within
- * PAIR_IDLE_STARTS idle starts of its LLC.
+ * Whether the task of @ctx sleeps soon enough after waking its pair for the
+ * pair to share a CPU: most of the time it stops within PAIR_IDLE_STARTS
+ * idle starts of its LLC.
  */
-static __always_inline bool waker_sleeps_soon(const struct task_ctx *wctx)
+static __always_inline bool sleeps_soon(const struct task_ctx *ctx)
 {
-	return wctx->pair_long_share <= PAIR_SHARE_ONE / 2;
+	return ctx->pair_long_share <= PAIR_SHARE_ONE / 2;
 }
 
 /*
  * Whether @p and the task waking it wake each other in turn - a pipe or a
- * request/response pair: each was the other's last wakee - and the waker
- * sleeps soon after such wakeups (waker_sleeps_soon()). Records @p as the
+ * request/response pair: each was the other's last wakee - and each sleeps
+ * soon after such wakeups (sleeps_soon()). Records @p as the
  * waker's last wakee and stamps the wakeup for its run-on (writes to the
  * waker's own context, nothing shared).
  */
@@ -176,7 +180,7 @@ static __always_inline bool wakes_in_pair(struct task_struct *p,
 	if (!pair)
 		return false;
 	wctx->pair_woke_at = scx_bpf_now();
-	if (!waker_sleeps_soon(wctx)) {
+	if (!sleeps_soon(wctx) || !sleeps_soon(tctx)) {
 		stat_inc(STAT_WAKE_PAIR_DECLINED);
 		return false;
 	}
