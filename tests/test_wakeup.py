@@ -1,5 +1,6 @@
-"""VM tests of wakeup placement: capacity-aware prev CPU (seed 002) and L2-scoped
-insertion (seed 001). CPU capacities come from --cpu-capacity (x86 VMs are
+"""VM tests of wakeup placement: capacity-aware prev CPU (seed 002), L2-scoped
+insertion (seed 001) and the pair rule (a pair shares a CPU only while each side sleeps
+soon after waking the other). CPU capacities come from --cpu-capacity (x86 VMs are
 symmetric): CPUs 0-1 big (1024), 2-3 little (446). Guest scripts: tests/guest/wakeup/."""
 
 import pytest

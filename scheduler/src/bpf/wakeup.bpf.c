@@ -162,9 +162,9 @@ static __always_inline bool sleeps_soon(const struct task_ctx *ctx)
 /*
  * Whether @p and the task waking it wake each other in turn - a pipe or a
  * request/response pair: each was the other's last wakee - and each sleeps
- * soon after such wakeups (sleeps_soon()). Records @p as the
- * waker's last wakee and stamps the wakeup for its run-on (writes to the
- * waker's own context, nothing shared).
+ * soon after such wakeups (sleeps_soon()). Records @p as the waker's last
+ * wakee and stamps the wakeup for its run-on (writes to the waker's own
+ * context, nothing shared).
  */
 static __always_inline bool wakes_in_pair(struct task_struct *p,
 					  struct task_ctx *tctx)
