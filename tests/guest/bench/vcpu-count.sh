@@ -1,0 +1,76 @@
+#!/bin/sh
+# tests/guest/bench/vcpu-count.sh - the guest side of scripts/tcg-vcpus: sysbench-cg (the
+# bench's layout, 4 cgroups x 4 threads) under several arms, interleaved round by round, each
+# arm with only its first NCPU CPUs online (the others offlined before its scheduler starts and
+# onlined after it stops, so every scheduler sees a whole machine).
+#
+# Usage: vcpu-count.sh ROUNDS SECS LABEL:NCPU:COMMAND ...
+#   COMMAND empty: the kernel's default scheduler; else a sched_ext scheduler's command line,
+#   its words separated by commas.
+# Prints per run: @@VCPUS label=L round=R ops=N busy=B ctxt_per_s=C loc_per_s=T state=S@@
+#   ops: the summed "per second" rates of the 4 groups; busy: CPUs running tasks, averaged
+#   over the run (/proc/schedstat); loc_per_s: local timer interrupts; state: sched_ext's
+#   state when the workload ended (enabled for a sched_ext arm, else an ejection).
+. "$(dirname "$0")/../lib.sh"
+rounds=$1 secs=$2
+shift 2
+arms="$*"
+
+# Online CPUs 1..$1-1 (cpu0 cannot go offline), offline the rest.
+set_online() {
+    for c in /sys/devices/system/cpu/cpu[0-9]*; do
+        [ -f "$c/online" ] || continue
+        id=${c##*cpu}
+        if [ "$id" -lt "$1" ]; then echo 1 >"$c/online"; else echo 0 >"$c/online"; fi
+    done
+}
+
+# "task_ms ctxt loc uptime_s": the counters read around a run.
+counters() {
+    awk '/^cpu[0-9]/ { ns += $8 } END { printf "%d ", ns / 1e6 }' /proc/schedstat
+    awk '/^ctxt/ { printf "%d ", $2 }' /proc/stat
+    awk '/LOC:/ { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; printf "%d ", s }' /proc/interrupts
+    cut -d' ' -f1 /proc/uptime
+}
+
+round=1
+rc=0
+while [ $round -le "$rounds" ]; do
+    for arm in $arms; do
+        label=${arm%%:*} rest=${arm#*:}
+        ncpu=${rest%%:*} cmd=$(echo "${rest#*:}" | tr , ' ')
+        set_online "$ncpu"
+        sp=
+        if [ -n "$cmd" ]; then
+            $cmd >/tmp/vcpu-count.log 2>&1 &
+            sp=$!
+            if ! wait_state enabled 120 $sp; then
+                echo "$label: did not enable; its output:"
+                tail -n 5 /tmp/vcpu-count.log
+                rc=1
+            fi
+        fi
+        read -r ms0 x0 l0 t0 <<EOF
+$(counters)
+EOF
+        out=$(sh "$(dirname "$0")/sysbench-cg.sh" 4 4 "$secs")
+        read -r ms1 x1 l1 t1 <<EOF
+$(counters)
+EOF
+        state=$(cat /sys/kernel/sched_ext/state)
+        if [ -n "$sp" ]; then
+            kill -INT $sp
+            wait $sp
+        fi
+        [ -n "$sp" ] && [ "$state" != enabled ] && rc=1
+        ops=$(echo "$out" | sed -n 's/.*Total operations.*(\([0-9.]*\) per second).*/\1/p' |
+            awk '{ s += $1 } END { printf "%.0f", s }')
+        awk -v l="$label" -v r=$round -v o="$ops" -v ms=$((ms1 - ms0)) -v x=$((x1 - x0)) \
+            -v lc=$((l1 - l0)) -v t0="$t0" -v t1="$t1" -v st="$state" 'BEGIN { t = t1 - t0
+            printf "@@VCPUS label=%s round=%d ops=%s busy=%.3f ctxt_per_s=%.0f loc_per_s=%.0f state=%s@@\n",
+                l, r, o, ms / 1000 / t, x / t, lc / t, st }'
+    done
+    round=$((round + 1))
+done
+set_online 4096
+exit $rc
