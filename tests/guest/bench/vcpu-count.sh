@@ -45,9 +45,12 @@ while [ $round -le "$rounds" ]; do
             $cmd >/tmp/vcpu-count.log 2>&1 &
             sp=$!
             if ! wait_state enabled 120 $sp; then
-                echo "$label: did not enable; its output:"
+                echo "$label round $round: did not enable (run skipped); its output:"
                 tail -n 5 /tmp/vcpu-count.log
+                kill -INT $sp 2>/dev/null
+                wait $sp
                 rc=1
+                continue
             fi
         fi
         read -r ms0 x0 l0 t0 <<EOF
