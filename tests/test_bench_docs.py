@@ -41,7 +41,8 @@ def test_benchmark_page_and_readme_summary_regenerate_from_the_results(tmp_path)
 @pytest.mark.parametrize("argv,says", [
     (["--topo", "nope"], "unknown preset"),
     (["--topo", "1cpu"], "fewer than 4 CPUs"),
-    (["--rounds", "0"], "positive integers"),
+    (["--rounds", "0"], "positive integer"),
+    (["--workload", "nope"], "unknown workload"),
     (["--bogus"], "unknown option"),
     (["no-such-peer"], "no /"),
 ])

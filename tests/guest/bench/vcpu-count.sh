@@ -1,28 +1,47 @@
 #!/bin/sh
-# tests/guest/bench/vcpu-count.sh - the guest side of scripts/tcg-vcpus: sysbench-cg (the
-# bench's layout, 4 cgroups x 4 threads) under several arms, interleaved round by round, each
-# arm with only its first NCPU CPUs online (the others offlined before its scheduler starts and
-# onlined after it stops, so every scheduler sees a whole machine).
+# tests/guest/bench/vcpu-count.sh - the guest side of scripts/tcg-vcpus: one of the bench's
+# workloads under several arms, interleaved round by round, each arm with only its first NCPU
+# CPUs online (the others offlined before its scheduler starts and onlined after it stops, so
+# every scheduler sees a whole machine).
 #
-# Usage: vcpu-count.sh ROUNDS SECS LABEL:NCPU:COMMAND ...
+# Usage: vcpu-count.sh ROUNDS WORKLOAD LABEL:NCPU:COMMAND ...
+#   WORKLOAD: sysbench-cg (the bench's layout, 4 cgroups x 4 threads, 3 s), hackbench
+#   (-g 4 -l 200) or messaging (perf bench sched messaging -g 2 -l 100), as the bench runs them.
 #   COMMAND empty: the kernel's default scheduler; else a sched_ext scheduler's command line,
 #   its words separated by commas.
-# Prints per run: @@VCPUS label=L round=R ops=N busy=B ctxt_per_s=C loc_per_s=T state=S@@
-#   ops: the summed "per second" rates of the 4 groups; busy: CPUs running tasks, averaged
+# Prints per run: @@VCPUS label=L round=R rate=N busy=B ctxt_per_s=C loc_per_s=T state=S@@
+#   rate: work a second (sysbench-cg: the summed rates of the 4 groups; hackbench and
+#   messaging: 1 / their time in seconds); busy: CPUs running tasks, averaged
 #   over the run (/proc/schedstat); loc_per_s: local timer interrupts; state: sched_ext's
 #   state when the workload ended (enabled for a sched_ext arm, else an ejection).
 . "$(dirname "$0")/../lib.sh"
-rounds=$1 secs=$2
+rounds=$1 workload=$2
 shift 2
+case $workload in
+    sysbench-cg | hackbench | messaging) ;;
+    *) echo "vcpu-count.sh: unknown workload $workload"; exit 2 ;;
+esac
 arms="$*"
 
-# Online CPUs 1..$1-1 (cpu0 cannot go offline), offline the rest.
+# Keep the CPUs numbered below $1 online (cpu0 has no online switch), take the rest offline.
 set_online() {
     for c in /sys/devices/system/cpu/cpu[0-9]*; do
         [ -f "$c/online" ] || continue
         id=${c##*cpu}
         if [ "$id" -lt "$1" ]; then echo 1 >"$c/online"; else echo 0 >"$c/online"; fi
     done
+}
+
+# Run the workload; print its work a second.
+work_rate() {
+    case $workload in
+        sysbench-cg) sh "$(dirname "$0")/sysbench-cg.sh" 4 4 3 |
+            sed -n 's/.*Total operations.*(\([0-9.]*\) per second).*/\1/p' |
+            awk '{ s += $1 } END { printf "%.0f", s }' ;;
+        hackbench) hackbench -g 4 -l 200 | awk '/^Time:/ { printf "%.6f", 1 / $2 }' ;;
+        messaging) perf bench sched messaging -g 2 -l 100 |
+            awk '/Total time:/ { printf "%.6f", 1 / $3 }' ;;
+    esac
 }
 
 # "task_ms ctxt loc uptime_s": the counters read around a run.
@@ -56,7 +75,7 @@ while [ $round -le "$rounds" ]; do
         read -r ms0 x0 l0 t0 <<EOF
 $(counters)
 EOF
-        out=$(sh "$(dirname "$0")/sysbench-cg.sh" 4 4 "$secs")
+        rate=$(work_rate)
         read -r ms1 x1 l1 t1 <<EOF
 $(counters)
 EOF
@@ -66,11 +85,9 @@ EOF
             wait $sp
         fi
         [ -n "$sp" ] && [ "$state" != enabled ] && rc=1
-        ops=$(echo "$out" | sed -n 's/.*Total operations.*(\([0-9.]*\) per second).*/\1/p' |
-            awk '{ s += $1 } END { printf "%.0f", s }')
-        awk -v l="$label" -v r=$round -v o="$ops" -v ms=$((ms1 - ms0)) -v x=$((x1 - x0)) \
+        awk -v l="$label" -v r=$round -v o="$rate" -v ms=$((ms1 - ms0)) -v x=$((x1 - x0)) \
             -v lc=$((l1 - l0)) -v t0="$t0" -v t1="$t1" -v st="$state" 'BEGIN { t = t1 - t0
-            printf "@@VCPUS label=%s round=%d ops=%s busy=%.3f ctxt_per_s=%.0f loc_per_s=%.0f state=%s@@\n",
+            printf "@@VCPUS label=%s round=%d rate=%s busy=%.3f ctxt_per_s=%.0f loc_per_s=%.0f state=%s@@\n",
                 l, r, o, ms / 1000 / t, x / t, lc / t, st }'
     done
     round=$((round + 1))
