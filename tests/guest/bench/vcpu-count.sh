@@ -4,9 +4,10 @@
 # CPUs online (the others offlined before its scheduler starts and onlined after it stops, so
 # every scheduler sees a whole machine).
 #
-# Usage: vcpu-count.sh ROUNDS WORKLOAD LABEL:NCPU:COMMAND ...
-#   WORKLOAD: sysbench-cg (the bench's layout, 4 cgroups x 4 threads, 3 s), hackbench
-#   (-g 4 -l 200) or messaging (perf bench sched messaging -g 2 -l 100), as the bench runs them.
+# Usage: WORKLOAD_CMD=CMD vcpu-count.sh ROUNDS WORKLOAD LABEL:NCPU:COMMAND ...
+#   WORKLOAD: sysbench-cg, hackbench or messaging, which says how to read the output of CMD,
+#   the bench's command for it (`mosaic-bench list`; run with BENCH_DIR set to this directory,
+#   as tests/guest/bench/run.sh runs it).
 #   COMMAND empty: the kernel's default scheduler; else a sched_ext scheduler's command line,
 #   its words separated by commas.
 # Prints per run: @@VCPUS label=L round=R rate=N busy=B ctxt_per_s=C loc_per_s=T state=S@@
@@ -21,6 +22,9 @@ case $workload in
     sysbench-cg | hackbench | messaging) ;;
     *) echo "vcpu-count.sh: unknown workload $workload"; exit 2 ;;
 esac
+[ -n "$WORKLOAD_CMD" ] || { echo "vcpu-count.sh: WORKLOAD_CMD is not set"; exit 2; }
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+export BENCH_DIR
 arms="$*"
 
 # Keep the CPUs numbered below $1 online (cpu0 has no online switch), take the rest offline.
@@ -34,13 +38,11 @@ set_online() {
 
 # Run the workload; print its work a second.
 work_rate() {
-    case $workload in
-        sysbench-cg) sh "$(dirname "$0")/sysbench-cg.sh" 4 4 3 |
-            sed -n 's/.*Total operations.*(\([0-9.]*\) per second).*/\1/p' |
+    sh -c "$WORKLOAD_CMD" | case $workload in
+        sysbench-cg) sed -n 's/.*Total operations.*(\([0-9.]*\) per second).*/\1/p' |
             awk '{ s += $1 } END { printf "%.0f", s }' ;;
-        hackbench) hackbench -g 4 -l 200 | awk '/^Time:/ { printf "%.6f", 1 / $2 }' ;;
-        messaging) perf bench sched messaging -g 2 -l 100 |
-            awk '/Total time:/ { printf "%.6f", 1 / $3 }' ;;
+        hackbench) awk '/^Time:/ { printf "%.6f", 1 / $2 }' ;;
+        messaging) awk '/Total time:/ { printf "%.6f", 1 / $3 }' ;;
     esac
 }
 
