@@ -44,7 +44,8 @@ def test_benchmark_page_and_readme_summary_regenerate_from_the_results(tmp_path)
     (["--rounds", "0"], "positive integer"),
     (["--workload", "nope"], "unknown workload"),
     (["--bogus"], "unknown option"),
-    (["no-such-peer"], "no /"),
+    (["no-such-peer"], "unknown scheduler"),
+    (["flash"], "no /"),
 ])
 def test_tcg_vcpus_refuses_bad_input_in_one_line_before_any_boot(argv, says):
     # scripts/tcg-vcpus (the sysbench-cg vCPU-count study in docs/bench/analysis.md)

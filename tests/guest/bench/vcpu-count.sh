@@ -10,10 +10,13 @@
 #   as tests/guest/bench/run.sh runs it).
 #   COMMAND empty: the kernel's default scheduler; else a sched_ext scheduler's command line,
 #   its words separated by commas.
-# Prints per run: @@VCPUS label=L round=R rate=N busy=B ctxt_per_s=C loc_per_s=T state=S@@
+# Prints per run: @@VCPUS label=L round=R rate=N busy=B ctxt_per_s=C loc_per_s=T vol=V
+#   invol=I migr=M state=S@@
 #   rate: work a second (sysbench-cg: the summed rates of the 4 groups; hackbench and
 #   messaging: 1 / their time in seconds); busy: CPUs running tasks, averaged
-#   over the run (/proc/schedstat); loc_per_s: local timer interrupts; state: sched_ext's
+#   over the run (/proc/schedstat); loc_per_s: local timer interrupts; vol, invol, migr: the
+#   workload's own tasks' voluntary and involuntary context switches and migrations (the
+#   static `rusage` helper, tests/guest/bench/rusage.c, in the guest's PATH); state: sched_ext's
 #   state when the workload ended (enabled for a sched_ext arm, else an ejection).
 . "$(dirname "$0")/../lib.sh"
 rounds=$1 workload=$2
@@ -36,9 +39,9 @@ set_online() {
     done
 }
 
-# Run the workload; print its work a second.
+# Run the workload; print its work a second. Its tasks' switches and moves go to /tmp/rusage.
 work_rate() {
-    sh -c "$WORKLOAD_CMD" | case $workload in
+    rusage /tmp/rusage sh -c "$WORKLOAD_CMD" | case $workload in
         sysbench-cg) sed -n 's/.*Total operations.*(\([0-9.]*\) per second).*/\1/p' |
             awk '{ s += $1 } END { printf "%.0f", s }' ;;
         hackbench) awk '/^Time:/ { printf "%.6f", 1 / $2 }' ;;
@@ -77,7 +80,10 @@ while [ $round -le "$rounds" ]; do
         read -r ms0 x0 l0 t0 <<EOF
 $(counters)
 EOF
+        rm -f /tmp/rusage
         rate=$(work_rate)
+        vol=0 invol=0 migr=0
+        [ -s /tmp/rusage ] && read -r vol invol migr </tmp/rusage
         read -r ms1 x1 l1 t1 <<EOF
 $(counters)
 EOF
@@ -88,9 +94,10 @@ EOF
         fi
         [ -n "$sp" ] && [ "$state" != enabled ] && rc=1
         awk -v l="$label" -v r=$round -v o="$rate" -v ms=$((ms1 - ms0)) -v x=$((x1 - x0)) \
-            -v lc=$((l1 - l0)) -v t0="$t0" -v t1="$t1" -v st="$state" 'BEGIN { t = t1 - t0
-            printf "@@VCPUS label=%s round=%d rate=%s busy=%.3f ctxt_per_s=%.0f loc_per_s=%.0f state=%s@@\n",
-                l, r, o, ms / 1000 / t, x / t, lc / t, st }'
+            -v lc=$((l1 - l0)) -v t0="$t0" -v t1="$t1" -v st="$state" -v vo="$vol" -v iv="$invol" -v mg="$migr" \
+            'BEGIN { t = t1 - t0
+            printf "@@VCPUS label=%s round=%d rate=%s busy=%.3f ctxt_per_s=%.0f loc_per_s=%.0f vol=%d invol=%d migr=%d state=%s@@\n",
+                l, r, o, ms / 1000 / t, x / t, lc / t, vo, iv, mg, st }'
     done
     round=$((round + 1))
 done
