@@ -11,26 +11,16 @@
  * then and each request wakes it (a sync wakeup of the server by a waker that
  * sleeps at once).
  *
- * Each thread counts its own migrations (the kernel's software event, kept
- * for every scheduling class) over its rounds; at the end the program prints
- * {"server_migrations": N, "client_migrations": M}: the pair's moves alone,
- * not those of whatever else runs on the machine.
- *
  * Usage: runon-pair ROUNDS RUNON_US THINK_US
  */
-#include <linux/perf_event.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 static int req[2], resp[2];
 static long rounds, runon_us, think_us;
-static uint64_t server_migrations;
 
 /* Keep the CPU busy for @us microseconds of wall time. */
 static void spin_us(long us)
@@ -56,54 +46,20 @@ static void xfer(int fd, int out)
 	}
 }
 
-/* A counter of the calling thread's migrations, or exit with a message. */
-static int migration_counter(void)
-{
-	struct perf_event_attr attr;
-	int fd;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_CPU_MIGRATIONS;
-	fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-	if (fd < 0) {
-		perror("runon-pair: perf_event_open(cpu-migrations)");
-		exit(1);
-	}
-	return fd;
-}
-
-/* The count of the counter @fd, or exit with a message. */
-static uint64_t migrations_read(int fd)
-{
-	uint64_t n;
-
-	if (read(fd, &n, sizeof(n)) != sizeof(n)) {
-		perror("runon-pair: read(cpu-migrations)");
-		exit(1);
-	}
-	return n;
-}
-
 static void *server(void *arg)
 {
-	int fd = migration_counter();
-
 	(void)arg;
 	for (long i = 0; i < rounds; i++) {
 		xfer(req[0], 0);
 		xfer(resp[1], 1);
 		spin_us(runon_us);
 	}
-	server_migrations = migrations_read(fd);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	pthread_t srv;
-	int fd;
 
 	if (argc != 4) {
 		fprintf(stderr, "usage: runon-pair ROUNDS RUNON_US THINK_US\n");
@@ -117,15 +73,11 @@ int main(int argc, char **argv)
 		perror("runon-pair");
 		return 1;
 	}
-	fd = migration_counter();
 	for (long i = 0; i < rounds; i++) {
 		xfer(req[1], 1);
 		xfer(resp[0], 0);
 		spin_us(think_us);
 	}
 	pthread_join(srv, NULL);
-	printf("{\"server_migrations\": %llu, \"client_migrations\": %llu}\n",
-	       (unsigned long long)server_migrations,
-	       (unsigned long long)migrations_read(fd));
 	return 0;
 }

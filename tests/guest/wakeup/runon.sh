@@ -1,8 +1,17 @@
 # tests/test_wakeup.py: runon-pair with args $1 under scx_mosaic's defaults and with
 # --no-wake-pair. Per arm: the scheduler's counters (JSON block "default" or "nowakepair")
-# and the pair's own migrations as runon-pair counts them ("default_pair", "nowakepair_pair").
+# and the pair's own migrations ("default_pair", "nowakepair_pair"), counted by the rusage
+# helper (tests/guest/bench/rusage.c) for the pair's two threads alone.
 . /mosaic/guest/lib.sh
-stats_under default "" "runon-pair $1" || exit 1
-report_json default_pair /tmp/default.out
-stats_under nowakepair "--no-wake-pair" "runon-pair $1" || exit 1
-report_json nowakepair_pair /tmp/nowakepair.out
+
+# Run arm $1 (scheduler flags $2) and report the pair's migrations as block "$1_pair".
+pair_arm() {
+    local vol invol migr
+    stats_under $1 "$2" "rusage /tmp/$1.rusage runon-pair $ARGS" || exit 1
+    read -r vol invol migr </tmp/$1.rusage || exit 1
+    echo "{\"migrations\": $migr}" >/tmp/$1_pair.json
+    report_json $1_pair /tmp/$1_pair.json
+}
+ARGS=$1
+pair_arm default ""
+pair_arm nowakepair --no-wake-pair
