@@ -67,6 +67,23 @@ start_mosaic() {
     report state_running "$(cat $SCX/state)"
 }
 
+# Start the arm $1 of a study's interleaved rounds: the sched_ext scheduler command line $2
+# (nothing for the kernel's default), its output to file $3; wait until it enables. Its pid
+# goes to ARM_PID (empty for the default). If it does not enable within 120 s: say so, stop
+# it and return 1, so that the caller skips the arm's run.
+start_arm() {
+    ARM_PID=
+    [ -n "$2" ] || return 0
+    $2 >"$3" 2>&1 &
+    ARM_PID=$!
+    wait_state enabled 120 $ARM_PID && return 0
+    echo "$1: did not enable (run skipped); its output:"
+    tail -n 5 "$3"
+    kill -INT $ARM_PID 2>/dev/null
+    wait $ARM_PID
+    return 1
+}
+
 # Send SIGINT to scx_mosaic, wait for it, report its exit status and log.
 stop_mosaic() {
     local rc

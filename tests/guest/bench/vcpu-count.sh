@@ -64,19 +64,11 @@ while [ $round -le "$rounds" ]; do
         label=${arm%%:*} rest=${arm#*:}
         ncpu=${rest%%:*} cmd=$(echo "${rest#*:}" | tr , ' ')
         set_online "$ncpu"
-        sp=
-        if [ -n "$cmd" ]; then
-            $cmd >/tmp/vcpu-count.log 2>&1 &
-            sp=$!
-            if ! wait_state enabled 120 $sp; then
-                echo "$label round $round: did not enable (run skipped); its output:"
-                tail -n 5 /tmp/vcpu-count.log
-                kill -INT $sp 2>/dev/null
-                wait $sp
-                rc=1
-                continue
-            fi
+        if ! start_arm "$label round $round" "$cmd" /tmp/vcpu-count.log; then
+            rc=1
+            continue
         fi
+        sp=$ARM_PID
         read -r ms0 x0 l0 t0 <<EOF
 $(counters)
 EOF
