@@ -84,6 +84,15 @@ start_arm() {
     return 1
 }
 
+# Stop the arm start_arm() started, if any (none for the kernel's default). Returns 1 if its
+# scheduler was ejected: sched_ext's state $1, read as the run ended, was not "enabled".
+stop_arm() {
+    [ -n "$ARM_PID" ] || return 0
+    kill -INT $ARM_PID
+    wait $ARM_PID
+    [ "$1" = enabled ]
+}
+
 # Send SIGINT to scx_mosaic, wait for it, report its exit status and log.
 stop_mosaic() {
     local rc

@@ -68,7 +68,6 @@ while [ $round -le "$rounds" ]; do
             rc=1
             continue
         fi
-        sp=$ARM_PID
         read -r ms0 x0 l0 t0 <<EOF
 $(counters)
 EOF
@@ -80,11 +79,7 @@ EOF
 $(counters)
 EOF
         state=$(cat /sys/kernel/sched_ext/state)
-        if [ -n "$sp" ]; then
-            kill -INT $sp
-            wait $sp
-        fi
-        [ -n "$sp" ] && [ "$state" != enabled ] && rc=1
+        stop_arm "$state" || rc=1
         awk -v l="$label" -v r=$round -v o="$rate" -v ms=$((ms1 - ms0)) -v x=$((x1 - x0)) \
             -v lc=$((l1 - l0)) -v t0="$t0" -v t1="$t1" -v st="$state" -v vo="$vol" -v iv="$invol" -v mg="$migr" \
             'BEGIN { t = t1 - t0

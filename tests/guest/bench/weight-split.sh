@@ -31,7 +31,6 @@ while [ "$round" -le "$rounds" ]; do
             rc=1
             continue
         fi
-        sp=$ARM_PID
         cg_hogs split-a "${counts%%:*}"
         cg_hogs split-b "${counts#*:}"
         sleep 3
@@ -41,11 +40,7 @@ while [ "$round" -le "$rounds" ]; do
         state=$(cat /sys/kernel/sched_ext/state)
         kill $HOGS
         HOGS=""
-        if [ -n "$sp" ]; then
-            kill -INT $sp
-            wait $sp
-            [ "$state" = enabled ] || rc=1
-        fi
+        stop_arm "$state" || rc=1
         sleep 1
         echo "@@WEIGHT label=$label round=$round a_us=$((a1 - a0)) b_us=$((b1 - b0)) idle_ticks=$((i1 - i0)) state=$state@@"
     done
